@@ -1,0 +1,67 @@
+// AgentConfig: the validated description of one node's part of a job. The launcher
+// builds it from the command line (launcher/options.h, no I/O there); the agent runs
+// it (agent/agent.h). Plain data: every field is already checked when the agent sees it.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ddp::agent {
+
+// torchrun's -r/--redirects and -t/--tee values: 0 none, 1 stdout, 2 stderr, 3 both.
+enum class Streams : int { kNone = 0, kStdout = 1, kStderr = 2, kBoth = 3 };
+
+// One value for all local ranks, optionally overridden per local rank ("0:1,1:2").
+struct StreamsSpec {
+  Streams all = Streams::kNone;
+  std::map<int, Streams> per_rank;
+  Streams for_rank(int local_rank) const {
+    auto it = per_rank.find(local_rank);
+    return it == per_rank.end() ? all : it->second;
+  }
+};
+
+struct AgentConfig {
+  // The worker command, fully resolved: for a .py program {python, "-u", prog, args...},
+  // for -m {python, "-u", "-m", module, args...}, for --no-python {prog, args...}.
+  std::vector<std::string> worker_argv;
+
+  int nproc_per_node = 1;          // workers on this node
+  std::vector<int> gpu_ids;        // selected GPUs in order; empty = none / not GPU-bound
+  bool virtual_local_rank = false; // each worker sees only its own GPU id
+
+  std::string role = "default";
+  int max_restarts = 0;
+  std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
+
+  // Logs: <log_dir>/attempt_<n>/<local_rank>/{stdout,stderr}.log and error.json.
+  // Empty = a fresh directory under $TMPDIR, like torchrun.
+  std::optional<std::filesystem::path> log_dir;
+  StreamsSpec redirects;
+  StreamsSpec tee;
+  std::optional<std::set<int>> local_ranks_filter;  // unset = every local rank prints
+  std::vector<int> signals_to_handle{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+  // Rendezvous (single node for now: c10d/standalone embedded, or static).
+  std::string rdzv_backend = "static";
+  std::string rdzv_endpoint;       // host[:port]
+  std::string run_id = "none";
+  std::map<std::string, std::string> rdzv_conf;
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int node_rank = 0;               // static backend
+  std::string master_addr = "127.0.0.1";
+  std::uint16_t master_port = 29500;
+  bool master_port_given = false;  // false: the agent picks a free worker-store port
+  std::string local_addr;          // address this node advertises; empty = hostname
+  bool standalone = false;
+};
+
+}  // namespace ddp::agent

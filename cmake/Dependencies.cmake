@@ -1,0 +1,32 @@
+# Every third-party dependency is found here, once. All come from Debian packages
+# (scripts/setup.sh installs them).
+find_package(Threads REQUIRED)
+find_package(Boost 1.81 REQUIRED)            # Asio and Process are header-only
+find_package(CLI11 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3.11 REQUIRED)
+if(DDP_BUILD_TESTS)
+  find_package(Catch2 2.13 REQUIRED)
+  include(Catch)
+endif()
+
+# Boost.Asio defaults shared by every target that includes it.
+add_library(ddp_asio INTERFACE)
+target_link_libraries(ddp_asio INTERFACE Boost::headers Threads::Threads)
+target_compile_definitions(ddp_asio INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_HAS_CO_AWAIT)
+
+# LibTorch is used only by worker_sdk/ (and the benchmarks/tests that drive PyTorch's C++ store).
+if(DDP_BUILD_WORKER_SDK OR DDP_BUILD_BENCH)
+  find_package(Torch QUIET)
+  if(Torch_FOUND)
+    # Debian's libtorch is built with Gloo; c10d's ProcessGroupGloo header needs this define.
+    add_library(ddp_torch INTERFACE)
+    target_link_libraries(ddp_torch INTERFACE ${TORCH_LIBRARIES})
+    target_include_directories(ddp_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+    target_compile_definitions(ddp_torch INTERFACE USE_C10D_GLOO)
+    set(DDP_HAVE_TORCH ON)
+  else()
+    message(WARNING "LibTorch not found: worker SDK, PyTorch-store benchmark and C++ interop test are skipped")
+    set(DDP_HAVE_TORCH OFF)
+  endif()
+endif()

@@ -1,0 +1,50 @@
+// The store server: a TCPStore-compatible listener (both PyTorch numberings) that
+// serves one in-memory Store. Used by the `ddp-rendezvous` daemon and embedded in
+// ddprun agents (rendezvous store and worker store).
+//
+// Threading: everything runs on the io_context passed to start(); only that
+// io_context's single thread may call stop() or destroy the Server. No locks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/status.h"
+#include "rendezvous/limits.h"
+
+namespace ddp::rdzv {
+
+struct ServerOptions {
+  std::string host;          // bind address; empty = all interfaces (IPv6 dual-stack, else IPv4)
+  std::uint16_t port = 29400;  // 0 picks a free port
+  Limits limits;
+};
+
+class Server {
+ public:
+  // Binds and listens before returning, so the port is held from then on (no
+  // bind-close-rebind race); accepting runs on `io` once it runs.
+  // Errors: kIo with "address 0.0.0.0:29400 is already in use; pick another --port or stop
+  // the other process" style messages.
+  static Result<std::unique_ptr<Server>> start(boost::asio::io_context& io,
+                                               const ServerOptions& options);
+  virtual ~Server() = default;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The bound port (the real one when 0 was asked for) and the bind address.
+  virtual std::uint16_t port() const = 0;
+  virtual std::string host() const = 0;
+
+  // Stops accepting and closes every connection. Idempotent. Connections finish
+  // closing asynchronously on the io_context.
+  virtual void stop() = 0;
+
+ protected:
+  Server() = default;
+};
+
+}  // namespace ddp::rdzv
