@@ -1,0 +1,19 @@
+// The per-node agent: runs this node's part of a job to completion.
+//
+// run() owns the process-wide signal handling (the one place that handles signals),
+// hosts the embedded rendezvous/worker store, spawns one worker per local rank,
+// supervises them, restarts the group while restarts remain, and tears everything
+// down before returning. It blocks the calling thread (it runs its own io_context).
+#pragma once
+
+#include "agent/config.h"
+
+namespace ddp::agent {
+
+// Returns the exit code ddprun exits with: 0 when every worker succeeded; on failure the
+// root-cause worker's exit code (128 + signal number when it was killed by a signal);
+// 128 + signal number when ddprun itself was stopped by a forwarded signal; 1 for an agent
+// error (a message has been logged).
+int run(const AgentConfig& config);
+
+}  // namespace ddp::agent
