@@ -1,0 +1,123 @@
+#include "agent/output.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ddp::agent {
+namespace {
+
+bool includes(Streams s, StreamId stream) {
+  int bit = stream == StreamId::kStdout ? 1 : 2;
+  return (static_cast<int>(s) & bit) != 0;
+}
+
+void write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // a closed console or full disk: output is best effort
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+struct OutputRouter::Sink {
+  StreamRoute route;
+  std::string prefix;
+  int console_fd = -1;
+  int file_fd = -1;
+  LineSplitter splitter;
+};
+
+StreamRoute route_for(const AgentConfig& config, bool log_dir_given, int local_rank,
+                      StreamId stream) {
+  const bool redirected = includes(config.redirects.for_rank(local_rank), stream);
+  const bool teed = includes(config.tee.for_rank(local_rank), stream);
+  const bool shown =
+      !config.local_ranks_filter.has_value() || config.local_ranks_filter->contains(local_rank);
+  StreamRoute route;
+  route.file = log_dir_given || redirected || teed;
+  route.console = shown && (teed || !redirected);
+  return route;
+}
+
+std::string output_prefix(const std::string& role, int local_rank) {
+  return "[" + role + std::to_string(local_rank) + "]:";
+}
+
+OutputRouter::OutputRouter(const AgentConfig& config, bool log_dir_given, int console_out_fd,
+                           int console_err_fd)
+    : config_(config), log_dir_given_(log_dir_given), console_fd_{console_out_fd, console_err_fd} {
+  for (int r = 0; r < config.nproc_per_node; ++r) {
+    for (StreamId s : {StreamId::kStdout, StreamId::kStderr}) {
+      auto sink = std::make_unique<Sink>();
+      sink->route = route_for(config, log_dir_given, r, s);
+      sink->prefix = output_prefix(config.role, r);
+      sink->console_fd = console_fd_[s == StreamId::kStdout ? 0 : 1];
+      sinks_.push_back(std::move(sink));
+    }
+  }
+}
+
+OutputRouter::~OutputRouter() { end_attempt(); }
+
+OutputRouter::Sink* OutputRouter::sink(int local_rank, StreamId stream) {
+  std::size_t i = static_cast<std::size_t>(local_rank) * 2 + (stream == StreamId::kStdout ? 0 : 1);
+  return local_rank >= 0 && i < sinks_.size() ? sinks_[i].get() : nullptr;
+}
+
+Status OutputRouter::begin_attempt(const std::filesystem::path& attempt_dir) {
+  end_attempt();
+  for (int r = 0; r < config_.nproc_per_node; ++r) {
+    auto dir = attempt_dir / std::to_string(r);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return io_error("cannot create log directory " + dir.string() + ": " + ec.message());
+    for (StreamId s : {StreamId::kStdout, StreamId::kStderr}) {
+      Sink* k = sink(r, s);
+      if (k == nullptr || !k->route.file) continue;
+      auto path = dir / (s == StreamId::kStdout ? "stdout.log" : "stderr.log");
+      k->file_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (k->file_fd < 0) {
+        return io_error("cannot open log file " + path.string() + ": " + std::strerror(errno));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+void OutputRouter::console_line(const Sink& k, std::string_view line) {
+  scratch_.assign(k.prefix);
+  scratch_.append(line);
+  scratch_.push_back('\n');
+  write_all(k.console_fd, scratch_);
+}
+
+void OutputRouter::write(int local_rank, StreamId stream, std::string_view bytes) {
+  Sink* k = sink(local_rank, stream);
+  if (k == nullptr) return;
+  if (k->file_fd >= 0) write_all(k->file_fd, bytes);
+  if (k->route.console) {
+    k->splitter.feed(bytes, [&](std::string_view line) { console_line(*k, line); });
+  }
+}
+
+void OutputRouter::end_stream(int local_rank, StreamId stream) {
+  Sink* k = sink(local_rank, stream);
+  if (k == nullptr) return;
+  k->splitter.finish([&](std::string_view line) { console_line(*k, line); });
+}
+
+void OutputRouter::end_attempt() {
+  for (auto& k : sinks_) {
+    k->splitter.finish([&](std::string_view line) { console_line(*k, line); });
+    if (k->file_fd >= 0) ::close(k->file_fd);
+    k->file_fd = -1;
+  }
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,69 @@
+// Where worker output goes: the console with a torchrun-style "[<role><local_rank>]:"
+// prefix on every whole line, and/or <attempt_dir>/<local_rank>/{stdout,stderr}.log
+// (raw bytes, no prefix).
+//
+// Routing (route_for, pure): a stream in -r/--redirects goes to its file only; in
+// -t/--tee to its file and the console; otherwise to the console. --local-ranks-filter
+// removes ranks from the console only. When the user gave --log-dir, both files are
+// always written (a full copy of the run); with the default temporary log dir only
+// redirected or teed streams get files, as torchrun does.
+//
+// Threading: the agent's io_context thread. Console writes are blocking writes to the
+// agent's stdout (worker stdout) and stderr (worker stderr).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/line_splitter.h"
+#include "agent/process_launcher.h"
+#include "common/status.h"
+
+namespace ddp::agent {
+
+struct StreamRoute {
+  bool console = false;
+  bool file = false;
+  bool operator==(const StreamRoute&) const = default;
+};
+
+StreamRoute route_for(const AgentConfig& config, bool log_dir_given, int local_rank,
+                      StreamId stream);
+
+// "[default0]:" for role "default", local rank 0.
+std::string output_prefix(const std::string& role, int local_rank);
+
+class OutputRouter {
+ public:
+  OutputRouter(const AgentConfig& config, bool log_dir_given, int console_out_fd = 1,
+               int console_err_fd = 2);
+  ~OutputRouter();
+  OutputRouter(const OutputRouter&) = delete;
+  OutputRouter& operator=(const OutputRouter&) = delete;
+
+  // Creates <attempt_dir>/<r>/ for every local rank and opens the log files routing asks
+  // for. Errors: kIo naming the path.
+  Status begin_attempt(const std::filesystem::path& attempt_dir);
+  void write(int local_rank, StreamId stream, std::string_view bytes);
+  // EOF of one stream: prints its partial last line.
+  void end_stream(int local_rank, StreamId stream);
+  // Flushes every partial line and closes the files.
+  void end_attempt();
+
+ private:
+  struct Sink;
+  Sink* sink(int local_rank, StreamId stream);
+  void console_line(const Sink& sink, std::string_view line);
+
+  const AgentConfig& config_;
+  bool log_dir_given_;
+  int console_fd_[2];
+  std::vector<std::unique_ptr<Sink>> sinks_;  // 2 per local rank: stdout, stderr
+  std::string scratch_;
+};
+
+}  // namespace ddp::agent

@@ -1,0 +1,111 @@
+#include "agent/run_setup.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+namespace ddp::agent {
+
+std::filesystem::path RunSetup::attempt_dir(int attempt) const {
+  return log_dir / ("attempt_" + std::to_string(attempt));
+}
+
+std::filesystem::path RunSetup::error_file(int attempt, int local_rank) const {
+  return attempt_dir(attempt) / std::to_string(local_rank) / "error.json";
+}
+
+LaunchSpec RunSetup::launch_spec(int attempt, int local_rank) const {
+  GroupContext g = group;
+  g.restart_count = attempt;
+  LaunchSpec spec;
+  spec.argv = worker_argv;
+  spec.env = to_envp(make_worker_env(base_env, g, local_rank, error_file(attempt, local_rank)));
+  return spec;
+}
+
+std::string random_run_id() {
+  std::array<unsigned char, 16> bytes{};
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(reinterpret_cast<char*>(bytes.data()), bytes.size())) {
+    std::random_device rd;  // fallback; /dev/urandom exists on every Linux
+    for (auto& b : bytes) b = static_cast<unsigned char>(rd());
+  }
+  std::string out;
+  char hex[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(hex, sizeof hex, "%02x", b);
+    out += hex;
+  }
+  return out;
+}
+
+namespace {
+
+Result<std::filesystem::path> make_log_dir(const AgentConfig& config) {
+  std::error_code ec;
+  if (config.log_dir) {
+    std::filesystem::create_directories(*config.log_dir, ec);
+    if (ec) {
+      return io_error("cannot create --log-dir " + config.log_dir->string() + ": " +
+                      ec.message() + "; pass a writable directory");
+    }
+    return std::filesystem::absolute(*config.log_dir);
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                        "/torchelastic_XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return io_error("cannot create a log directory from " + pattern +
+                    "; set TMPDIR to a writable directory or pass --log-dir");
+  }
+  return std::filesystem::path(pattern);
+}
+
+}  // namespace
+
+Result<RunSetup> prepare_run(const AgentConfig& config) {
+  if (config.worker_argv.empty()) return invalid_argument("no worker program to run");
+  if (config.nproc_per_node < 1) {
+    return invalid_argument("--nproc-per-node must be at least 1");
+  }
+  if (config.max_nodes > 1 || config.min_nodes > 1) {
+    return invalid_argument("this agent runs single-node jobs only (--nnodes 1); got " +
+                            std::to_string(config.min_nodes) + ":" +
+                            std::to_string(config.max_nodes));
+  }
+  RunSetup setup;
+  setup.base_env = current_environment();
+  setup.worker_argv = config.worker_argv;
+  char host[256] = {};
+  setup.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "localhost";
+
+  GroupContext& g = setup.group;
+  g.role = config.role;
+  g.local_world_size = config.nproc_per_node;
+  g.group_rank = 0;
+  g.group_world_size = 1;
+  g.global_rank_base = 0;
+  g.world_size = config.nproc_per_node;
+  g.max_restarts = config.max_restarts;
+  g.use_agent_store = true;
+  g.gpu_ids = config.gpu_ids;
+  g.virtual_local_rank = config.virtual_local_rank;
+  const bool static_backend = config.rdzv_backend == "static" && !config.standalone;
+  g.master_addr = static_backend ? config.master_addr
+                                 : (config.local_addr.empty() ? "127.0.0.1" : config.local_addr);
+  // The launcher gives --standalone a random id; any job without one gets one too.
+  g.run_id = config.run_id.empty() || (config.standalone && config.run_id == "none")
+                 ? random_run_id()
+                 : config.run_id;
+
+  auto dir = make_log_dir(config);
+  if (!dir) return dir.status();
+  setup.log_dir = *dir;
+  return setup;
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,38 @@
+// What one node's run decides before any worker starts: the rendezvous result (single
+// node: this node is group rank 0 of 1 and hosts the worker store), the run id, the log
+// directory, and how each worker of each attempt is launched.
+//
+// prepare_run() reads the process environment and creates the log directory; the
+// methods of RunSetup are pure.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "agent/config.h"
+#include "agent/process_launcher.h"
+#include "agent/worker_env.h"
+#include "common/status.h"
+
+namespace ddp::agent {
+
+struct RunSetup {
+  EnvMap base_env;
+  GroupContext group;  // master_port is filled once the worker store is listening
+  std::filesystem::path log_dir;
+  std::string hostname;
+  std::vector<std::string> worker_argv;
+
+  std::filesystem::path attempt_dir(int attempt) const;
+  std::filesystem::path error_file(int attempt, int local_rank) const;
+  LaunchSpec launch_spec(int attempt, int local_rank) const;
+};
+
+// Errors: kInvalidArgument for what this agent cannot run (no command, more than one
+// node); kIo when the log directory cannot be created (naming it).
+Result<RunSetup> prepare_run(const AgentConfig& config);
+
+// 32 random hex digits from /dev/urandom (the run id of a standalone job).
+std::string random_run_id();
+
+}  // namespace ddp::agent

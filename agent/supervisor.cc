@@ -1,0 +1,160 @@
+#include "agent/supervisor.h"
+
+#include <csignal>
+
+#include <spdlog/spdlog.h>
+
+namespace ddp::agent {
+
+Supervisor::Supervisor(boost::asio::io_context& io, ProcessLauncher& launcher,
+                       SupervisorOptions options, MakeSpec make_spec,
+                       BeforeAttempt before_attempt, Done done)
+    : io_(io),
+      launcher_(launcher),
+      options_(options),
+      make_spec_(std::move(make_spec)),
+      before_attempt_(std::move(before_attempt)),
+      done_(std::move(done)),
+      grace_timer_(io) {}
+
+void Supervisor::start() {
+  if (phase_ != Phase::kIdle) return;
+  attempt_ = 0;
+  begin_attempt();
+}
+
+int Supervisor::live_count() const {
+  int n = 0;
+  for (bool l : live_) n += l ? 1 : 0;
+  return n;
+}
+
+void Supervisor::begin_attempt() {
+  pids_.assign(options_.nproc, 0);
+  live_.assign(options_.nproc, false);
+  failures_.clear();
+  phase_ = Phase::kRunning;
+  if (Status s = before_attempt_(attempt_); !s) {
+    error_ = s;
+    finish(Outcome{Outcome::Kind::kError, 0, attempt_, {}, error_});
+    return;
+  }
+  for (int r = 0; r < options_.nproc; ++r) {
+    auto pid = launcher_.spawn(r, make_spec_(attempt_, r));
+    if (!pid) {
+      error_ = pid.status();
+      stop(SIGTERM, StopReason::kError);
+      return;
+    }
+    pids_[r] = *pid;
+    live_[r] = true;
+  }
+  spdlog::debug("attempt {}: {} workers started", attempt_, options_.nproc);
+}
+
+void Supervisor::on_exit(int local_rank, ExitStatus status) {
+  if (local_rank < 0 || local_rank >= static_cast<int>(live_.size()) || !live_[local_rank]) return;
+  live_[local_rank] = false;
+  const auto now = std::chrono::system_clock::now();
+  if (phase_ == Phase::kRunning) {
+    if (!status.ok()) {
+      spdlog::info("worker {} (pid {}) failed: {}", local_rank, pids_[local_rank],
+                   status.describe());
+      failures_.push_back({attempt_, local_rank, pids_[local_rank], status, now});
+      stop(SIGTERM, StopReason::kFailure);
+      return;
+    }
+    if (live_count() == 0) {
+      end_attempt_groups();
+      finish(Outcome{Outcome::Kind::kSucceeded, 0, attempt_, {}, {}});
+    }
+    return;
+  }
+  if (phase_ != Phase::kStopping) return;
+  // A failure of its own during a failure stop (not our death signal): report it too.
+  if (reason_ == StopReason::kFailure && !status.ok() && status.signal != stop_signal_ &&
+      status.signal != SIGKILL) {
+    failures_.push_back({attempt_, local_rank, pids_[local_rank], status, now});
+  }
+  if (live_count() == 0) after_stop();
+}
+
+void Supervisor::stop(int signal, StopReason reason) {
+  phase_ = Phase::kStopping;
+  reason_ = reason;
+  stop_signal_ = signal;
+  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
+    if (live_[r]) launcher_.signal_group(r, signal);
+  }
+  if (live_count() == 0) {
+    after_stop();
+    return;
+  }
+  grace_timer_.expires_after(options_.shutdown_timeout);
+  grace_timer_.async_wait([this, attempt = attempt_](const boost::system::error_code& ec) {
+    if (ec || phase_ != Phase::kStopping || attempt != attempt_) return;
+    if (live_count() > 0) {
+      spdlog::info("{} worker(s) still running after the {} ms shutdown timeout: SIGKILL",
+                   live_count(), options_.shutdown_timeout.count());
+    }
+    kill_now();
+  });
+}
+
+void Supervisor::interrupt(int signal) {
+  if (phase_ == Phase::kRunning) {
+    stop(signal, StopReason::kSignal);
+  } else if (phase_ == Phase::kStopping) {
+    reason_ = StopReason::kSignal;  // no restart after a signal
+    stop_signal_ = signal;
+    for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
+      if (live_[r]) launcher_.signal_group(r, signal);
+    }
+  }
+}
+
+void Supervisor::kill_now() {
+  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
+    if (live_[r]) launcher_.signal_group(r, SIGKILL);
+  }
+}
+
+void Supervisor::end_attempt_groups() {
+  // Whatever a worker left in its process group goes with it; then forget the ids.
+  for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
+    if (pids_[r] == 0) continue;
+    launcher_.signal_group(r, SIGKILL);
+    launcher_.release(r);
+  }
+}
+
+void Supervisor::after_stop() {
+  grace_timer_.cancel();
+  end_attempt_groups();
+  switch (reason_) {
+    case StopReason::kFailure:
+      if (attempt_ < options_.max_restarts) {
+        ++attempt_;
+        spdlog::info("restarting the worker group (restart {} of {})", attempt_,
+                     options_.max_restarts);
+        begin_attempt();
+      } else {
+        finish(Outcome{Outcome::Kind::kFailed, 0, attempt_, failures_, {}});
+      }
+      return;
+    case StopReason::kSignal:
+      finish(Outcome{Outcome::Kind::kInterrupted, stop_signal_, attempt_, {}, {}});
+      return;
+    case StopReason::kError:
+      finish(Outcome{Outcome::Kind::kError, 0, attempt_, {}, error_});
+      return;
+  }
+}
+
+void Supervisor::finish(Outcome outcome) {
+  phase_ = Phase::kDone;
+  grace_timer_.cancel();
+  if (done_) done_(outcome);
+}
+
+}  // namespace ddp::agent

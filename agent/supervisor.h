@@ -1,0 +1,109 @@
+// The agent's state machine (policy only): start an attempt's workers, watch their exits,
+// stop the group on the first failure (death signal to every live worker's process
+// group, shutdown_timeout of grace, then SIGKILL), and restart while restarts remain.
+//
+//   idle -> running -> (all exit 0) -> done: succeeded
+//              |  first non-zero exit / interrupt(sig) / spawn error
+//              v
+//           stopping -> all exited -> restart: running (attempt + 1)
+//                                  -> done: failed | interrupted | error
+//
+// Every OS effect goes through ProcessLauncher; time is an Asio steady_timer on the
+// given io_context. Worker ids given to the launcher are local ranks.
+//
+// Threading: the io_context's single thread. The done callback runs once, on it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "agent/process_launcher.h"
+#include "common/status.h"
+
+namespace ddp::agent {
+
+struct WorkerFailure {
+  int attempt = 0;
+  int local_rank = 0;
+  pid_t pid = 0;
+  ExitStatus status;
+  std::chrono::system_clock::time_point detected;
+};
+
+struct Outcome {
+  enum class Kind { kSucceeded, kFailed, kInterrupted, kError };
+  Kind kind = Kind::kSucceeded;
+  int signal = 0;                       // kInterrupted: the signal that stopped the agent
+  int restarts = 0;                     // restarts used
+  std::vector<WorkerFailure> failures;  // kFailed: the failures of the last attempt
+  Status error;                         // kError
+};
+
+struct SupervisorOptions {
+  int nproc = 1;
+  int max_restarts = 0;
+  std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
+};
+
+class Supervisor {
+ public:
+  enum class Phase { kIdle, kRunning, kStopping, kDone };
+  // Builds the command and environment of one worker of one attempt.
+  using MakeSpec = std::function<LaunchSpec(int attempt, int local_rank)>;
+  // Runs before an attempt's workers start (log directories); an error ends the run.
+  using BeforeAttempt = std::function<Status(int attempt)>;
+  using Done = std::function<void(const Outcome&)>;
+
+  Supervisor(boost::asio::io_context& io, ProcessLauncher& launcher, SupervisorOptions options,
+             MakeSpec make_spec, BeforeAttempt before_attempt, Done done);
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  void start();
+  // From the launcher's observer.
+  void on_exit(int local_rank, ExitStatus status);
+  // A signal the agent received: forwarded to every live worker group; the run ends
+  // (no restart) once they exited, with exit code 128 + signal.
+  void interrupt(int signal);
+  // Second Ctrl-C: SIGKILL every live worker group now.
+  void kill_now();
+
+  Phase phase() const { return phase_; }
+  int attempt() const { return attempt_; }
+  // Pids of the current attempt, by local rank (0 = not started).
+  const std::vector<pid_t>& pids() const { return pids_; }
+
+ private:
+  enum class StopReason { kFailure, kSignal, kError };
+  void begin_attempt();
+  void stop(int signal, StopReason reason);
+  void after_stop();
+  void end_attempt_groups();
+  void finish(Outcome outcome);
+  int live_count() const;
+
+  boost::asio::io_context& io_;
+  ProcessLauncher& launcher_;
+  SupervisorOptions options_;
+  MakeSpec make_spec_;
+  BeforeAttempt before_attempt_;
+  Done done_;
+  boost::asio::steady_timer grace_timer_;
+
+  Phase phase_ = Phase::kIdle;
+  StopReason reason_ = StopReason::kFailure;
+  int stop_signal_ = 0;
+  int attempt_ = 0;
+  std::vector<pid_t> pids_;
+  std::vector<bool> live_;
+  std::vector<WorkerFailure> failures_;
+  Status error_;
+};
+
+}  // namespace ddp::agent

@@ -1,0 +1,48 @@
+// The environment of one worker, as torchrun (torch 1.13 local_elastic_agent.py, plus the
+// TORCH_-prefixed NCCL name newer releases use) gives it. A pure function: no I/O, no
+// globals; the caller passes the agent's own environment in.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddp::agent {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// What the rendezvous and the current attempt decided; the same for every local rank.
+struct GroupContext {
+  std::string role = "default";
+  int local_world_size = 1;  // workers on this node
+  int group_rank = 0;        // this node's rank
+  int group_world_size = 1;  // nodes in the job
+  int global_rank_base = 0;  // global rank of this node's local rank 0
+  int world_size = 1;        // workers in the job
+  std::string master_addr;   // the worker store
+  int master_port = 0;
+  int restart_count = 0;
+  int max_restarts = 0;
+  std::string run_id;
+  bool use_agent_store = true;
+  std::vector<int> gpu_ids;  // empty: CUDA_VISIBLE_DEVICES is left as inherited
+  bool virtual_local_rank = false;
+};
+
+// base: the agent's environment. error_file: this worker's TORCHELASTIC_ERROR_FILE.
+// Variables the agent owns overwrite inherited ones; OMP_NUM_THREADS,
+// NCCL_ASYNC_ERROR_HANDLING and TORCH_NCCL_ASYNC_ERROR_HANDLING keep an inherited value.
+EnvMap make_worker_env(const EnvMap& base, const GroupContext& group, int local_rank,
+                       const std::string& error_file);
+
+// True when the agent sets OMP_NUM_THREADS=1 itself (unset and more than one worker);
+// the agent prints its one-line notice when this holds.
+bool sets_omp_num_threads(const EnvMap& base, int local_world_size);
+
+// The process environment as a map (reads `environ`; not pure, used by run()).
+EnvMap current_environment();
+
+// "KEY=VALUE" strings for execve.
+std::vector<std::string> to_envp(const EnvMap& env);
+
+}  // namespace ddp::agent

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Launch benchmark: ddprun side by side with torchrun (Debian python3-torch 1.13).
+# usage: bench/launch/run.sh [BUILD_DIR] [--repeats N]   (BUILD_DIR defaults to build/)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-"$here/../../build"}
+[ $# -gt 0 ] && shift
+ddprun="$build/bin/ddprun"
+if [ ! -x "$ddprun" ]; then
+  echo "run.sh: $ddprun not found; build it first (cmake --build $build --target ddprun)" >&2
+  exit 2
+fi
+exec /usr/bin/python3 "$here/bench.py" "$ddprun" "$@"

@@ -1,0 +1,322 @@
+// Store load generator: LibTorch 1.13 c10d::TCPStore clients against any TCPStore server.
+//
+//   store_load ops     --host H --port P --clients N [--seconds S]
+//   store_load barrier --host H --port P --clients N [--server-pid PID]
+//
+// ops: N threads, each with its own client, loop set/get/add on their own keys for S seconds
+// (clock starts once all N are connected). Prints
+//   "ops clients=N ops=X seconds=T ops_per_s=R".
+// barrier: N threads each construct a client, ADD 1 to a counter; the one that reads N SETs a
+// key, all WAIT on it. Prints
+//   "barrier clients=N procs=K connect_s=C barrier_s=B total_s=T rss_kb=R hwm_kb=H"
+// where barrier_s runs from releasing the N connected clients to the last WAIT returning,
+// total_s from the first connect to the last WAIT returning, and rss/hwm are the server's
+// VmRSS/VmHWM (from /proc/PID/status) read while all N clients (2N connections) are still open.
+// The clients are spread over child processes (RLIMIT_NOFILE is per process; each 1.13 client
+// holds two sockets); the parent times them through pipes.
+// Exits 1 with a message on any client error.
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// 10,000 clients mean 20,000 threads here (one per client, one c10d callback thread each):
+// keep stacks small.
+constexpr size_t kThreadStack = 256 * 1024;
+constexpr auto kClientTimeout = std::chrono::milliseconds(600s);
+
+struct Options {
+  std::string mode, host;
+  uint16_t port = 0;
+  int clients = 1;
+  double seconds = 3.0;
+  long server_pid = 0;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "store_load: %s\nusage: store_load ops|barrier --host H --port P --clients N "
+               "[--seconds S] [--server-pid PID]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  if (argc < 2) usage("missing mode");
+  Options o;
+  o.mode = argv[1];
+  if (o.mode != "ops" && o.mode != "barrier") usage("unknown mode '" + o.mode + "'");
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--host") o.host = value;
+    else if (flag == "--port") o.port = static_cast<uint16_t>(std::stoi(value));
+    else if (flag == "--clients") o.clients = std::stoi(value);
+    else if (flag == "--seconds") o.seconds = std::stod(value);
+    else if (flag == "--server-pid") o.server_pid = std::stol(value);
+    else usage("unknown flag '" + flag + "'");
+  }
+  if (argc % 2 != 0) usage("every flag needs a value");
+  if (o.host.empty() || o.port == 0 || o.clients < 1) usage("--host, --port, --clients > 0");
+  return o;
+}
+
+std::unique_ptr<c10d::TCPStore> connect(const Options& o) {
+  c10d::TCPStoreOptions opts;
+  opts.port = o.port;
+  opts.isServer = false;
+  opts.waitWorkers = false;
+  opts.timeout = kClientTimeout;
+  return std::make_unique<c10d::TCPStore>(o.host, opts);
+}
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Value of a "Name:   123 kB" line of /proc/PID/status, 0 when unreadable.
+long status_kb(long pid, const std::string& name) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(name + ":", 0) == 0) return std::atol(line.c_str() + name.size() + 1);
+  }
+  return 0;
+}
+
+// Runs body(i) on n threads and joins them; the first exception message is kept in *error.
+template <typename Body>
+void run_threads(int n, Body body, std::optional<std::string>* error, std::atomic<bool>* failed) {
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
+  std::mutex error_mu;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([i, &body, &error_mu, error, failed] {
+      try {
+        body(i);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!*error) *error = e.what();
+        failed->store(true);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+int run_ops(const Options& o) {
+  std::latch connected(o.clients);
+  std::latch go(1);
+  std::atomic<bool> stop{false}, failed{false};
+  std::atomic<long> total_ops{0};
+  std::optional<std::string> error;
+  Clock::time_point start, end;
+  std::thread timer([&] {
+    connected.wait();
+    start = Clock::now();
+    go.count_down();
+    // The sleep is the measurement window itself.
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+    stop = true;
+  });
+  run_threads(
+      o.clients,
+      [&](int i) {
+        std::unique_ptr<c10d::TCPStore> store;
+        try {
+          store = connect(o);
+        } catch (...) {
+          connected.count_down();  // let the timer run so the failure surfaces
+          throw;
+        }
+        connected.count_down();
+        go.wait();
+        const std::string key = "ops/" + std::to_string(i), ctr = key + "/n";
+        const std::vector<uint8_t> value(32, static_cast<uint8_t>('a' + i % 26));
+        long ops = 0;
+        while (!stop.load(std::memory_order_relaxed) && !failed.load()) {
+          store->set(key, value);
+          if (store->get(key) != value) throw std::runtime_error("get returned a wrong value");
+          store->add(ctr, 1);
+          ops += 3;
+        }
+        total_ops += ops;
+      },
+      &error, &failed);
+  end = Clock::now();
+  timer.join();
+  if (error) {
+    std::fprintf(stderr, "store_load ops: client error: %s\n", error->c_str());
+    return 1;
+  }
+  const double secs = seconds_between(start, end);
+  std::printf("ops clients=%d ops=%ld seconds=%.3f ops_per_s=%.0f\n", o.clients, total_ops.load(),
+              secs, static_cast<double>(total_ops.load()) / secs);
+  return 0;
+}
+
+// One byte per event on the coordination pipes between the barrier parent and its children.
+constexpr char kConnected = 'c', kGo = 'g', kReturned = 'r', kRelease = 'x';
+
+void write_bytes(int fd, char byte, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (::write(fd, &byte, 1) != 1) {
+      std::perror("store_load: pipe write");
+      std::_Exit(1);
+    }
+  }
+}
+
+// Reads `count` bytes equal to `want`; false (with a message) on EOF or another byte.
+bool read_bytes(int fd, char want, int count) {
+  for (int i = 0; i < count; ++i) {
+    char byte = 0;
+    if (::read(fd, &byte, 1) != 1 || byte != want) {
+      std::fprintf(stderr, "store_load: a barrier child died or failed (waiting for '%c')\n",
+                   want);
+      return false;
+    }
+  }
+  return true;
+}
+
+// One child process of the barrier: `n` client threads. Tells the parent when all are
+// connected and when all WAITs returned; holds every connection open until released.
+int barrier_child(const Options& o, int n, const std::string& prefix, int from_parent,
+                  int to_parent) {
+  std::latch connected(n), go(1), returned(n), release(1);
+  std::atomic<bool> failed{false};
+  std::optional<std::string> error;
+  std::thread coordinator([&] {
+    connected.wait();
+    write_bytes(to_parent, kConnected, 1);
+    if (!read_bytes(from_parent, kGo, 1)) std::_Exit(1);
+    go.count_down();
+    returned.wait();
+    write_bytes(to_parent, kReturned, 1);
+    if (!read_bytes(from_parent, kRelease, 1)) std::_Exit(1);
+    release.count_down();
+  });
+  run_threads(
+      n,
+      [&](int) {
+        std::unique_ptr<c10d::TCPStore> store;
+        bool counted_connect = false, counted_return = false;
+        try {
+          store = connect(o);
+          connected.count_down();
+          counted_connect = true;
+          go.wait();
+          if (!failed && store->add(prefix + "count", 1) == o.clients) {
+            store->set(prefix + "done", {'1'});
+          }
+          if (!failed) store->wait({prefix + "done"});
+          returned.count_down();
+          counted_return = true;
+          release.wait();  // keep every connection open until the server's RSS is read
+        } catch (...) {
+          failed = true;
+          if (!counted_connect) connected.count_down();
+          if (!counted_return) returned.count_down();
+          throw;
+        }
+      },
+      &error, &failed);
+  coordinator.join();
+  if (error) {
+    std::fprintf(stderr, "store_load barrier: client error: %s\n", error->c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// The barrier's clients are spread over child processes of at most kClientsPerProcess clients:
+// a 1.13 client holds two sockets and RLIMIT_NOFILE caps each process.
+constexpr int kClientsPerProcess = 4000;
+
+int run_barrier(const Options& o) {
+  const int procs = (o.clients + kClientsPerProcess - 1) / kClientsPerProcess;
+  const std::string prefix = "barrier/" + std::to_string(::getpid()) + "/";
+  int down[2], up[2];
+  if (::pipe(down) != 0 || ::pipe(up) != 0) {
+    std::perror("store_load: pipe");
+    return 1;
+  }
+  const auto first = Clock::now();
+  std::vector<pid_t> children;
+  for (int k = 0; k < procs; ++k) {
+    const int n = o.clients / procs + (k < o.clients % procs ? 1 : 0);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("store_load: fork");
+      return 1;
+    }
+    if (pid == 0) {
+      ::close(down[1]);
+      ::close(up[0]);
+      std::fflush(stdout);
+      std::_Exit(barrier_child(o, n, prefix, down[0], up[1]));
+    }
+    children.push_back(pid);
+  }
+  ::close(down[0]);
+  ::close(up[1]);
+  bool ok = read_bytes(up[0], kConnected, procs);
+  const auto ready = Clock::now();
+  if (ok) write_bytes(down[1], kGo, procs);
+  ok = ok && read_bytes(up[0], kReturned, procs);
+  const auto last = Clock::now();
+  long rss_kb = 0, hwm_kb = 0;
+  if (o.server_pid > 0) {
+    rss_kb = status_kb(o.server_pid, "VmRSS");
+    hwm_kb = status_kb(o.server_pid, "VmHWM");
+  }
+  if (ok) write_bytes(down[1], kRelease, procs);
+  ::close(down[1]);  // on failure, children blocked on a read see EOF and exit
+  ::close(up[0]);
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "store_load barrier: failed with %d clients\n", o.clients);
+    return 1;
+  }
+  std::printf("barrier clients=%d procs=%d connect_s=%.3f barrier_s=%.3f total_s=%.3f "
+              "rss_kb=%ld hwm_kb=%ld\n",
+              o.clients, procs, seconds_between(first, ready), seconds_between(ready, last),
+              seconds_between(first, last), rss_kb, hwm_kb);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kThreadStack);
+  pthread_setattr_default_np(&attr);  // applies to std::thread and c10d's own threads
+  pthread_attr_destroy(&attr);
+  return o.mode == "ops" ? run_ops(o) : run_barrier(o);
+}

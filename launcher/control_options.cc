@@ -1,0 +1,106 @@
+// steps::resolve_control: restarts, role, logs and console streams, signals, timeouts, and the
+// torchrun options ddprun accepts without effect (or rejects with a reason).
+#include "launcher/option_steps.h"
+#include "launcher/option_values.h"
+
+namespace ddp::launcher::steps {
+namespace {
+
+Status resolve_streams(const RawOptions& raw, agent::AgentConfig& config) {
+  const RawValue& redirects = raw.at("redirects");
+  const RawValue& tee = raw.at("tee");
+  if (Status s = take(redirects, parse_streams("--redirects", redirects.text), config.redirects);
+      !s) {
+    return s;
+  }
+  if (Status s = take(tee, parse_streams("--tee", tee.text), config.tee); !s) return s;
+  const RawValue& filter = raw.at("local_ranks_filter");
+  if (filter.text.empty()) return Status::ok();
+  std::vector<int> ranks;
+  if (Status s =
+          take(filter, parse_id_list("--local-ranks-filter", filter.text, "local rank"), ranks);
+      !s) {
+    return s;
+  }
+  for (int rank : ranks) {
+    if (rank >= config.nproc_per_node) {
+      return from(filter, invalid_argument("--local-ranks-filter " + filter.text + ": local rank " +
+                                           std::to_string(rank) + " does not exist with " +
+                                           std::to_string(config.nproc_per_node) +
+                                           " workers; use ranks 0 to " +
+                                           std::to_string(config.nproc_per_node - 1)));
+    }
+  }
+  config.local_ranks_filter = std::set<int>(ranks.begin(), ranks.end());
+  return Status::ok();
+}
+
+// Options torchrun has that change nothing in ddprun, or that ddprun cannot honour.
+Status resolve_accepted_only(const RawOptions& raw, Invocation& out) {
+  const RawValue& interval = raw.at("monitor_interval");
+  std::chrono::milliseconds unused{};
+  if (Status s = take(interval, parse_seconds("--monitor-interval", interval.text), unused); !s) {
+    return s;
+  }
+  if (interval.given) {
+    out.notices.push_back(
+        "--monitor-interval has no effect: ddprun reacts to worker exits as they happen");
+  }
+  const RawValue& start = raw.at("start_method");
+  if (start.text != "spawn" && start.text != "fork" && start.text != "forkserver") {
+    return from(start, invalid_argument("--start-method: unknown method '" + start.text +
+                                        "'; use spawn, fork or forkserver"));
+  }
+  for (const char* key : {"numa_binding", "logs_specs"}) {
+    const RawValue& v = raw.at(key);
+    if (v.given) {
+      return from(v, invalid_argument(v.origin + " is not supported by ddprun; drop it (for NUMA "
+                                                 "binding, start the program under numactl)"));
+    }
+  }
+  const RawValue& events = raw.at("event_log_handler");
+  if (events.text != "null") {
+    return from(events, invalid_argument("--event-log-handler " + events.text +
+                                         " is not supported by ddprun; only null is accepted"));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status resolve_control(const RawOptions& raw, Invocation& out) {
+  auto& config = out.config;
+  const RawValue& restarts = raw.at("max_restarts");
+  auto max_restarts = parse_integer(restarts.origin, restarts.text, 0, 1 << 30);
+  if (!max_restarts) return from(restarts, max_restarts.status());
+  config.max_restarts = static_cast<int>(*max_restarts);
+
+  const RawValue& role = raw.at("role");
+  if (role.text.empty()) {
+    return from(role, invalid_argument("--role is empty; give a name such as trainer"));
+  }
+  config.role = role.text;
+
+  const RawValue& log_dir = raw.at("log_dir");
+  if (log_dir.given) {
+    if (log_dir.text.empty()) {
+      return invalid_argument("--log-dir is empty; give a directory or drop it");
+    }
+    config.log_dir = std::filesystem::path(log_dir.text);
+  }
+  if (Status s = resolve_streams(raw, config); !s) return s;
+
+  const RawValue& signals = raw.at("signals_to_handle");
+  if (Status s = take(signals, parse_signals(signals.text), config.signals_to_handle); !s) {
+    return s;
+  }
+  const RawValue& shutdown = raw.at("shutdown_timeout");
+  if (Status s = take(shutdown, parse_seconds("--shutdown-timeout", shutdown.text),
+                      config.shutdown_timeout);
+      !s) {
+    return s;
+  }
+  return resolve_accepted_only(raw, out);
+}
+
+}  // namespace ddp::launcher::steps

@@ -1,0 +1,83 @@
+// ddprun: parse the command line, check it against the machine, then hand the job to the
+// agent. Bad input is one line on stderr and exit code 2, with nothing started.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "agent/agent.h"
+#include "common/logging.h"
+#include "launcher/gpu_inventory.h"
+#include "launcher/options.h"
+#include "launcher/preflight.h"
+
+extern char** environ;
+
+namespace {
+
+constexpr int kUsageExit = 2;
+
+int usage_error(const ddp::Status& status) {
+  std::string message = status.message();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  std::cerr << "ddprun: error: " << message << std::endl;
+  return kUsageExit;
+}
+
+// A random UUID-4 style id for --standalone, like torchrun's.
+std::string random_run_id() {
+  std::random_device device;
+  std::uniform_int_distribution<int> hex(0, 15);
+  std::string id;
+  for (char c : std::string("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx")) {
+    int v = hex(device);
+    if (c == 'y') v = 8 + (v & 3);
+    id += c == '-' || c == '4' ? c : "0123456789abcdef"[v];
+  }
+  return id;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ddp::launcher::LaunchEnvironment environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) environment.env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  auto inventory = ddp::launcher::make_system_gpu_inventory(environment.env);
+  environment.gpus = inventory.get();
+  environment.cpu_count = std::max(1u, std::thread::hardware_concurrency());
+  environment.standalone_run_id = random_run_id();
+
+  auto invocation = ddp::launcher::parse_command_line(
+      std::vector<std::string>(argv + 1, argv + argc), environment);
+  if (!invocation) return usage_error(invocation.status());
+  if (invocation->action == ddp::launcher::Invocation::Action::kHelp) {
+    std::cout << invocation->text;
+    return 0;
+  }
+  if (invocation->action == ddp::launcher::Invocation::Action::kVersion) {
+    std::cout << "ddprun " << DDPRUN_VERSION << "\n";
+    return 0;
+  }
+  auto path = environment.env.find("PATH");
+  if (ddp::Status s = ddp::launcher::preflight(*invocation, path == environment.env.end()
+                                                                ? "/usr/local/bin:/usr/bin:/bin"
+                                                                : path->second);
+      !s) {
+    return usage_error(s);
+  }
+  auto level = environment.env.find("DDPRUN_LOG_LEVEL");
+  if (ddp::Status s =
+          ddp::init_logging("ddprun", level == environment.env.end() ? "info" : level->second);
+      !s) {
+    return usage_error(ddp::invalid_argument("DDPRUN_LOG_LEVEL: " + s.message()));
+  }
+  for (const auto& notice : invocation->notices) spdlog::warn("{}", notice);
+  return ddp::agent::run(invocation->config);
+}

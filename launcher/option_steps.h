@@ -1,0 +1,39 @@
+// Internal to launcher/options.cc and its helpers: the steps that turn RawOptions into an
+// Invocation, each filling its part of it, and the small helpers they share. Pure.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "launcher/options.h"
+#include "launcher/raw_options.h"
+
+namespace ddp::launcher::steps {
+
+// Says where a bad value came from when it was not the command line ("PET_NNODES=3:2: ...").
+Status from(const RawValue& value, Status status);
+
+// Moves a parsed value into `out`, or returns the error annotated by from().
+template <typename T>
+Status take(const RawValue& value, Result<T> parsed, T& out) {
+  if (!parsed) return from(value, parsed.status());
+  out = std::move(parsed).value();
+  return Status::ok();
+}
+
+// A flag's value: set on the command line, or PET_<NAME> as an integer (non-zero = on).
+Result<bool> flag(const RawOptions& raw, const std::string& key);
+
+// worker_argv, python, script.
+Status resolve_program(const RawOptions& raw, const LaunchEnvironment& environment,
+                       Invocation& out);
+// nproc_per_node, gpu_ids, virtual_local_rank (launcher/worker_count.cc).
+Status resolve_workers(const RawOptions& raw, const LaunchEnvironment& environment,
+                       Invocation& out);
+// Node counts, rendezvous backend/endpoint/id/conf, node rank, master address and port.
+Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& environment,
+                          Invocation& out);
+// Restarts, role, logs, streams, console filter, signals, timeouts, accepted-only options.
+Status resolve_control(const RawOptions& raw, Invocation& out);
+
+}  // namespace ddp::launcher::steps

@@ -1,0 +1,245 @@
+#include "launcher/option_values.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <limits>
+
+namespace ddp::launcher {
+namespace {
+
+std::string quoted(std::string_view text) {
+  std::string out(1, '\'');
+  out.append(text);
+  out.push_back('\'');
+  return out;
+}
+
+Status bad(std::string_view option, std::string_view text, std::string_view expected) {
+  return invalid_argument(std::string(option) + ": bad value " + quoted(text) + "; expected " +
+                          std::string(expected));
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t end = text.find(sep, start);
+    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+bool whole_integer(std::string_view text, long long& out) {
+  if (text.empty() || text.front() == '+') return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+bool whole_double(std::string_view text, double& out) {
+  if (text.empty() || text.front() == '+') return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out);
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+Result<long long> parse_integer(std::string_view option, std::string_view text, long long min,
+                                long long max) {
+  long long value = 0;
+  std::string range = max == std::numeric_limits<long long>::max()
+                          ? "an integer >= " + std::to_string(min)
+                          : "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  if (!whole_integer(text, value) || value < min || value > max) return bad(option, text, range);
+  return value;
+}
+
+Result<std::chrono::milliseconds> parse_seconds(std::string_view option, std::string_view text) {
+  double seconds = 0;
+  // One year is far beyond any sensible timeout and keeps the conversion exact.
+  if (!whole_double(text, seconds) || seconds < 0 || seconds > 365.0 * 24 * 3600) {
+    return bad(option, text, "a number of seconds >= 0 (e.g. 30 or 0.5)");
+  }
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000.0)));
+}
+
+Result<std::pair<int, int>> parse_nnodes(std::string_view text) {
+  constexpr std::string_view kExpected = "N or MIN:MAX with 1 <= MIN <= MAX (e.g. 2 or 1:4)";
+  auto parts = split(text, ':');
+  if (parts.size() > 2) return bad("--nnodes", text, kExpected);
+  long long lo = 0;
+  long long hi = 0;
+  constexpr long long kMaxNodes = 1 << 20;
+  if (!whole_integer(parts[0], lo) || lo < 1 || lo > kMaxNodes) {
+    return bad("--nnodes", text, kExpected);
+  }
+  hi = lo;
+  if (parts.size() == 2 && (!whole_integer(parts[1], hi) || hi < 1 || hi > kMaxNodes)) {
+    return bad("--nnodes", text, kExpected);
+  }
+  if (lo > hi) {
+    return invalid_argument("--nnodes " + std::string(text) + ": MIN (" + std::to_string(lo) +
+                            ") is larger than MAX (" + std::to_string(hi) + "); write it as " +
+                            std::to_string(hi) + ":" + std::to_string(lo));
+  }
+  return std::pair<int, int>{static_cast<int>(lo), static_cast<int>(hi)};
+}
+
+Result<agent::StreamsSpec> parse_streams(std::string_view option, std::string_view text) {
+  constexpr std::string_view kExpected =
+      "0 (none), 1 (stdout), 2 (stderr), 3 (both), or per local rank like 0:1,1:2";
+  auto stream_value = [](std::string_view v, agent::Streams& out) {
+    if (v.size() != 1 || v[0] < '0' || v[0] > '3') return false;
+    out = static_cast<agent::Streams>(v[0] - '0');
+    return true;
+  };
+  agent::StreamsSpec spec;
+  if (text.find(':') == std::string_view::npos) {
+    if (!stream_value(text, spec.all)) return bad(option, text, kExpected);
+    return spec;
+  }
+  for (std::string_view item : split(text, ',')) {
+    auto kv = split(item, ':');
+    long long rank = 0;
+    agent::Streams streams{};
+    if (kv.size() != 2 || !whole_integer(kv[0], rank) || rank < 0 || rank > 1 << 20 ||
+        !stream_value(kv[1], streams)) {
+      return bad(option, text, kExpected);
+    }
+    if (!spec.per_rank.emplace(static_cast<int>(rank), streams).second) {
+      return invalid_argument(std::string(option) + " " + std::string(text) + ": local rank " +
+                              std::to_string(rank) + " is given twice; list each rank once");
+    }
+  }
+  return spec;
+}
+
+Result<std::vector<int>> parse_id_list(std::string_view option, std::string_view text,
+                                       std::string_view what) {
+  std::string expected = "comma-separated " + std::string(what) + "s, each >= 0 (e.g. 1,6,3)";
+  if (text.empty()) return bad(option, text, expected);
+  std::vector<int> ids;
+  for (std::string_view item : split(text, ',')) {
+    long long id = 0;
+    if (!whole_integer(item, id)) {
+      return invalid_argument(std::string(option) + " " + std::string(text) + ": " + quoted(item) +
+                              " is not a " + std::string(what) + "; expected " + expected);
+    }
+    if (id < 0 || id > 1 << 20) {
+      return invalid_argument(std::string(option) + " " + std::string(text) + ": " +
+                              std::string(what) + " " + std::string(item) + " is " +
+                              (id < 0 ? "negative" : "too large") + "; " + std::string(what) +
+                              "s are >= 0");
+    }
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+      return invalid_argument(std::string(option) + " " + std::string(text) + ": " +
+                              std::string(what) + " " + std::string(item) +
+                              " is listed twice; list each once");
+    }
+    ids.push_back(static_cast<int>(id));
+  }
+  return ids;
+}
+
+Result<std::vector<int>> parse_signals(std::string_view text) {
+  struct Named {
+    std::string_view name;
+    int number;
+  };
+  static constexpr std::array<Named, 6> kSignals{{{"HUP", SIGHUP},
+                                                  {"INT", SIGINT},
+                                                  {"QUIT", SIGQUIT},
+                                                  {"TERM", SIGTERM},
+                                                  {"USR1", SIGUSR1},
+                                                  {"USR2", SIGUSR2}}};
+  std::vector<int> signals;
+  for (std::string_view item : split(text, ',')) {
+    std::string name = upper(item);
+    if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
+    auto it = std::find_if(kSignals.begin(), kSignals.end(),
+                           [&](const Named& s) { return s.name == name; });
+    if (it == kSignals.end()) {
+      return invalid_argument("--signals-to-handle: unknown or unforwardable signal " +
+                              quoted(item) +
+                              "; use names from SIGHUP,SIGINT,SIGQUIT,SIGTERM,SIGUSR1,SIGUSR2");
+    }
+    if (std::find(signals.begin(), signals.end(), it->number) == signals.end()) {
+      signals.push_back(it->number);
+    }
+  }
+  return signals;
+}
+
+Result<std::map<std::string, std::string>> parse_rdzv_conf(std::string_view text) {
+  static constexpr std::array<std::string_view, 8> kDurations{
+      "join_timeout",        "last_call_timeout", "close_timeout", "heartbeat_timeout",
+      "keep_alive_interval", "read_timeout",      "timeout",       "keep_alive_max_attempt"};
+  std::map<std::string, std::string> conf;
+  if (text.empty()) return conf;
+  for (std::string_view item : split(text, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
+      return invalid_argument("--rdzv-conf: bad item " + quoted(item) +
+                              "; expected key=value pairs separated by commas "
+                              "(e.g. join_timeout=900,is_host=true)");
+    }
+    std::string key(item.substr(0, eq));
+    std::string value(item.substr(eq + 1));
+    double number = 0;
+    bool is_duration = std::find(kDurations.begin(), kDurations.end(), key) != kDurations.end();
+    if (is_duration && (!whole_double(value, number) || number < 0)) {
+      return invalid_argument("--rdzv-conf: " + key + "=" + value + " is not a number >= 0; " +
+                              "give seconds (or a count for keep_alive_max_attempt)");
+    }
+    if (key == "is_host") {
+      std::string v = upper(value);
+      if (v != "1" && v != "0" && v != "TRUE" && v != "FALSE") {
+        return invalid_argument("--rdzv-conf: is_host=" + value + " is not a boolean; use " +
+                                "true, false, 1 or 0");
+      }
+    }
+    conf[key] = value;
+  }
+  return conf;
+}
+
+Status check_endpoint(std::string_view option, std::string_view text) {
+  constexpr std::string_view kExpected = "host[:port] with a port from 0 to 65535";
+  std::string_view host = text;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string_view::npos) return bad(option, text, kExpected);
+    host = text.substr(1, close - 1);
+    std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return bad(option, text, kExpected);
+      port = rest.substr(1);
+      if (port.empty()) return bad(option, text, kExpected);
+    }
+  } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (port.empty() || host.find(':') != std::string_view::npos) {
+      return bad(option, text, std::string(kExpected) + " (IPv6 hosts go in brackets)");
+    }
+  }
+  long long number = 0;
+  if (host.empty() ||
+      (!port.empty() && (!whole_integer(port, number) || number < 0 || number > 65535))) {
+    return bad(option, text, kExpected);
+  }
+  return Status::ok();
+}
+
+}  // namespace ddp::launcher

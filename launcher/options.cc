@@ -1,0 +1,89 @@
+#include "launcher/options.h"
+
+#include <limits>
+
+#include "launcher/option_steps.h"
+#include "launcher/option_values.h"
+#include "launcher/raw_options.h"
+
+namespace ddp::launcher {
+
+Result<Invocation> parse_command_line(const std::vector<std::string>& args,
+                                      const LaunchEnvironment& environment) {
+  auto raw = read_raw_options(args, environment.env);
+  if (!raw) return raw.status();
+  Invocation out;
+  if (raw->help) {
+    out.action = Invocation::Action::kHelp;
+    out.text = raw->help_text;
+    return out;
+  }
+  if (raw->version) {
+    out.action = Invocation::Action::kVersion;
+    return out;
+  }
+  if (Status s = steps::resolve_program(*raw, environment, out); !s) return s;
+  if (Status s = steps::resolve_workers(*raw, environment, out); !s) return s;
+  if (Status s = steps::resolve_rendezvous(*raw, environment, out); !s) return s;
+  if (Status s = steps::resolve_control(*raw, out); !s) return s;
+  return out;
+}
+
+namespace steps {
+
+Status from(const RawValue& value, Status status) {
+  if (status.is_ok() || value.origin.rfind("--", 0) == 0) return status;
+  return invalid_argument(value.origin + "=" + value.text + ": " + status.message());
+}
+
+Result<bool> flag(const RawOptions& raw, const std::string& key) {
+  const RawValue& value = raw.at(key);
+  auto parsed = parse_integer(value.origin, value.text, std::numeric_limits<long long>::min(),
+                              std::numeric_limits<long long>::max());
+  if (!parsed) {
+    return invalid_argument(value.origin + "=" + value.text + ": expected 0 (off) or 1 (on)");
+  }
+  return *parsed != 0;
+}
+
+Status resolve_program(const RawOptions& raw, const LaunchEnvironment& environment,
+                       Invocation& out) {
+  auto module = flag(raw, "module");
+  auto no_python = flag(raw, "no_python");
+  auto run_path = flag(raw, "run_path");
+  for (const auto* r : {&module, &no_python, &run_path}) {
+    if (!*r) return r->status();
+  }
+  bool with_python = !*no_python || *run_path;  // torchrun: --run-path wins over --no-python
+  if (*module && !with_python) {
+    return invalid_argument("--no-python and -m/--module cannot be used together; drop one");
+  }
+  if (*module && *run_path) {
+    return invalid_argument("--run-path and -m/--module cannot be used together; drop one");
+  }
+  auto env = [&](const char* name) {
+    auto it = environment.env.find(name);
+    return it == environment.env.end() ? std::string() : it->second;
+  };
+  auto& argv = out.config.worker_argv;
+  if (with_python) {
+    std::string python = raw.at("python").text;
+    if (python.empty()) python = env("DDPRUN_PYTHON");
+    if (python.empty()) python = env("PYTHON_EXEC");
+    if (python.empty()) python = "python3";
+    out.python = python;
+    argv = {python, "-u"};
+    if (*module) {
+      argv.push_back("-m");
+    } else {
+      out.script = raw.program.front();
+    }
+  } else if (raw.at("python").given) {
+    return invalid_argument("--python has no effect with --no-python; drop one of them");
+  }
+  argv.insert(argv.end(), raw.program.begin(), raw.program.end());
+  return Status::ok();
+}
+
+}  // namespace steps
+}  // namespace ddp::launcher

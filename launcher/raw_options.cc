@@ -1,0 +1,152 @@
+#include "launcher/raw_options.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <memory>
+
+namespace ddp::launcher {
+namespace {
+
+struct OptionSpec {
+  const char* key;  // underscore spelling; PET_<KEY> is its environment variable
+  const char* short_name;
+  bool flag;
+  const char* default_text;
+  const char* help;
+};
+
+// torchrun's options (and ddprun's few additions), with torchrun's defaults.
+constexpr std::array<OptionSpec, 30> kOptions{{
+    {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
+    {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
+    {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
+    {"rdzv_backend", "", false, "static", "Rendezvous backend: static or c10d"},
+    {"rdzv_endpoint", "", false, "", "Rendezvous endpoint, host[:port]"},
+    {"rdzv_id", "", false, "none", "Job id shared by every node"},
+    {"rdzv_conf", "", false, "", "Rendezvous settings, key=value,key=value"},
+    {"standalone", "", true, "0", "Single node: embedded rendezvous on a free port, random id"},
+    {"max_restarts", "", false, "0", "Group restarts before the job fails"},
+    {"monitor_interval", "", false, "0.1", "Accepted for torchrun compatibility; exits are events"},
+    {"start_method", "", false, "spawn", "Accepted: spawn, fork or forkserver"},
+    {"role", "", false, "default", "Worker role name (ROLE_NAME, output prefix)"},
+    {"module", "-m", true, "0", "Run PROGRAM as a Python module (python -m)"},
+    {"no_python", "", true, "0", "Run PROGRAM as given, not under Python"},
+    {"run_path", "", true, "0", "Run PROGRAM as a Python script even with --no-python"},
+    {"python", "", false, "",
+     "Python interpreter (default: $DDPRUN_PYTHON, $PYTHON_EXEC, python3)"},
+    {"log_dir", "", false, "",
+     "Directory for attempt_<n>/<local_rank>/ logs (default: a temp dir)"},
+    {"redirects", "-r", false, "0", "Streams to log files: 0-3 or per rank 0:1,1:2"},
+    {"tee", "-t", false, "0", "Streams to log files and console: 0-3 or per rank 0:1,1:2"},
+    {"local_ranks_filter", "", false, "", "Local ranks whose output reaches the console (0,2)"},
+    {"node_rank", "", false, "0", "This node's rank (static rendezvous)"},
+    {"master_addr", "", false, "127.0.0.1", "Worker store address (static rendezvous)"},
+    {"master_port", "", false, "29500", "Worker store port (default: a free port, held open)"},
+    {"local_addr", "", false, "", "Address this node advertises (default: hostname)"},
+    {"signals_to_handle", "", false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
+     "Signals forwarded to workers"},
+    {"shutdown_timeout", "", false, "30", "Seconds between SIGTERM and SIGKILL when stopping"},
+    {"virtual_local_rank", "", true, "0", "Each worker sees only its own GPU"},
+    {"numa_binding", "", false, "", "Not supported by ddprun"},
+    {"logs_specs", "", false, "", "Not supported by ddprun"},
+    {"event_log_handler", "", false, "null", "Accepted: null only"},
+}};
+
+std::string dashed(std::string text) {
+  std::replace(text.begin(), text.end(), '_', '-');
+  return text;
+}
+
+std::string env_name(const std::string& key) {
+  std::string out = "PET_" + key;
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The usage line CLI11 cannot know: the program and its arguments are not CLI11 positionals.
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: ddprun [OPTIONS] PROGRAM [ARGS...]\n";
+  }
+};
+
+}  // namespace
+
+Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
+                                    const std::map<std::string, std::string>& env) {
+  CLI::App app("ddprun: launch a distributed PyTorch job (torchrun's command line)", "ddprun");
+  app.formatter(std::make_shared<Formatter>());
+  app.prefix_command();
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.footer(
+      "Everything from PROGRAM on is passed to the program. Options also read PET_<NAME>\n"
+      "(e.g. PET_NPROC_PER_NODE=4). See the README for GPU selection and Python choice.");
+  bool version = false;
+  app.add_flag("--version", version, "Print ddprun's version and exit");
+
+  // Storage CLI11 writes into; std::map keeps element addresses stable.
+  std::map<std::string, std::string> texts;
+  std::map<std::string, bool> flags;
+  std::map<std::string, CLI::Option*> cli;
+  for (const OptionSpec& spec : kOptions) {
+    std::string key = spec.key;
+    std::string names = "--" + dashed(key);
+    if (key.find('_') != std::string::npos) names += ",--" + key;
+    if (*spec.short_name != '\0') names = std::string(spec.short_name) + "," + names;
+    std::string help = spec.help;
+    bool shows_default =
+        *spec.default_text != '\0' && !spec.flag && help.find("(default:") == std::string::npos;
+    if (shows_default) help += " [" + std::string(spec.default_text) + "]";
+    cli[key] = spec.flag ? app.add_flag(names, flags[key], help)
+                         : app.add_option(names, texts[key], help)->type_name("VALUE");
+    if (help.rfind("Not supported", 0) == 0 || key == "event_log_handler") {
+      cli[key]->group("");  // torchrun options ddprun only recognises to reject or ignore
+    }
+  }
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    RawOptions raw;
+    raw.help = true;
+    raw.help_text = app.help();
+    return raw;
+  } catch (const CLI::ParseError& e) {
+    return invalid_argument(std::string(e.what()) + "; see ddprun --help");
+  }
+
+  RawOptions raw;
+  raw.version = version;
+  if (version) return raw;
+  raw.program = app.remaining();
+  if (!raw.program.empty() && raw.program.front() == "--") raw.program.erase(raw.program.begin());
+  if (raw.program.empty()) {
+    return invalid_argument(
+        "missing PROGRAM: name the program to run after the options, e.g. "
+        "ddprun --nproc-per-node 2 train.py --lr 0.1");
+  }
+  const std::string& first = raw.program.front();
+  if (first.size() > 1 && first.front() == '-' && first != "--") {
+    return invalid_argument("unknown option " + first.substr(0, first.find('=')) +
+                            "; see ddprun --help for the options (program options go after " +
+                            "PROGRAM)");
+  }
+
+  for (const OptionSpec& spec : kOptions) {
+    std::string key = spec.key;
+    RawValue value{spec.default_text, "default", false};
+    if (cli[key]->count() > 0) {
+      value = {spec.flag ? "1" : texts[key], "--" + dashed(key), true};
+    } else if (auto it = env.find(env_name(key)); it != env.end() && !it->second.empty()) {
+      value = {it->second, env_name(key), true};
+    }
+    raw.values[key] = value;
+  }
+  return raw;
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,38 @@
+// The syntactic half of ddprun's command line: which options were given, with what text, and
+// where the program starts. Built on CLI11 from one table of torchrun's options (both
+// spellings), then filled from PET_<NAME> environment variables and torchrun's defaults.
+// launcher/options.h gives the values meaning. Pure; any thread.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ddp::launcher {
+
+struct RawValue {
+  std::string text;    // for flags "1" or "0"
+  std::string origin;  // "--nnodes", "PET_NNODES" or "default": prefixes error messages
+  bool given = false;  // on the command line or from PET_*, not a default
+};
+
+struct RawOptions {
+  bool help = false;
+  bool version = false;
+  std::string help_text;
+  // Keyed by the option's underscore name ("nproc_per_node"); every known option is present.
+  std::map<std::string, RawValue> values;
+  // PROGRAM followed by its arguments; empty when help or version was asked for.
+  std::vector<std::string> program;
+
+  const RawValue& at(const std::string& key) const { return values.at(key); }
+};
+
+// args: the command line without argv[0]; env: the process environment.
+Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
+                                    const std::map<std::string, std::string>& env);
+
+}  // namespace ddp::launcher

@@ -1,0 +1,100 @@
+// steps::resolve_rendezvous: node counts and how this node finds the others.
+#include "launcher/option_steps.h"
+#include "launcher/option_values.h"
+
+namespace ddp::launcher::steps {
+
+Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& environment,
+                          Invocation& out) {
+  auto& config = out.config;
+  const RawValue& nnodes = raw.at("nnodes");
+  std::pair<int, int> nodes;
+  if (Status s = take(nnodes, parse_nnodes(nnodes.text), nodes); !s) return s;
+  config.min_nodes = nodes.first;
+  config.max_nodes = nodes.second;
+
+  bool standalone = false;
+  if (Status s = take(raw.at("standalone"), flag(raw, "standalone"), standalone); !s) return s;
+  const RawValue& backend = raw.at("rdzv_backend");
+  const RawValue& endpoint = raw.at("rdzv_endpoint");
+  const RawValue& run_id = raw.at("rdzv_id");
+  if (backend.text == "etcd" || backend.text == "etcd-v2") {
+    return from(backend, invalid_argument("--rdzv-backend " + backend.text +
+                                          " is not supported by ddprun; use c10d (or static)"));
+  }
+  if (backend.text != "static" && backend.text != "c10d") {
+    return from(backend, invalid_argument("--rdzv-backend: unknown backend '" + backend.text +
+                                          "'; use static or c10d"));
+  }
+  if (!endpoint.text.empty()) {
+    if (Status s = from(endpoint, check_endpoint("--rdzv-endpoint", endpoint.text)); !s) return s;
+  }
+  if (run_id.text.empty()) {
+    return from(run_id, invalid_argument("--rdzv-id is empty; give a job id shared by every node"));
+  }
+  config.rdzv_backend = backend.text;
+  config.rdzv_endpoint = endpoint.text;
+  config.run_id = run_id.text;
+  const RawValue& conf = raw.at("rdzv_conf");
+  if (Status s = take(conf, parse_rdzv_conf(conf.text), config.rdzv_conf); !s) return s;
+
+  const RawValue& node_rank = raw.at("node_rank");
+  auto rank = parse_integer(node_rank.origin, node_rank.text, 0, config.max_nodes - 1);
+  if (!rank) {
+    return from(node_rank, invalid_argument(rank.status().message() + " (--nnodes " + nnodes.text +
+                                            " allows ranks 0 to " +
+                                            std::to_string(config.max_nodes - 1) + ")"));
+  }
+  config.node_rank = static_cast<int>(*rank);
+  const RawValue& addr = raw.at("master_addr");
+  if (Status s = from(addr, check_endpoint("--master-addr", addr.text)); !s) return s;
+  config.master_addr = addr.text;
+  const RawValue& port = raw.at("master_port");
+  auto port_number = parse_integer(port.origin, port.text, 0, 65535);
+  if (!port_number) return from(port, port_number.status());
+  config.master_port = static_cast<std::uint16_t>(*port_number);
+  config.master_port_given = port.given && *port_number != 0;
+  const RawValue& local_addr = raw.at("local_addr");
+  if (local_addr.given && local_addr.text.empty()) {
+    return invalid_argument("--local-addr is empty; give this node's address or drop it");
+  }
+  config.local_addr = local_addr.text;
+
+  if (standalone) {
+    if (config.max_nodes > 1) {
+      return invalid_argument("--standalone runs a single node but --nnodes is " + nnodes.text +
+                              "; drop --standalone or use --nnodes 1");
+    }
+    for (const RawValue* v : {&backend, &endpoint, &run_id}) {
+      if (v->given) out.notices.push_back("--standalone ignores " + v->origin + "=" + v->text);
+    }
+    config.standalone = true;
+    config.rdzv_backend = "c10d";
+    config.rdzv_endpoint.clear();  // the agent's embedded rendezvous picks a free port
+    config.run_id = environment.standalone_run_id.empty() ? "none" : environment.standalone_run_id;
+    return Status::ok();
+  }
+  if (config.rdzv_backend == "static") {
+    if (config.min_nodes != config.max_nodes) {
+      return invalid_argument("--nnodes " + nnodes.text + " is elastic, which the static " +
+                              "backend cannot do; add --rdzv-backend c10d or give one number");
+    }
+    // torchrun's static rendezvous uses --rdzv-endpoint, when given, as the master address.
+    if (endpoint.given && !endpoint.text.empty()) {
+      std::string_view text = endpoint.text;
+      auto colon = text.rfind(':');
+      bool has_port = colon != std::string_view::npos && text.find(']', colon) == text.npos;
+      std::string host(has_port ? text.substr(0, colon) : text);
+      if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+      config.master_addr = host;
+      if (has_port) {
+        config.master_port =
+            static_cast<std::uint16_t>(std::stoi(std::string(text.substr(colon + 1))));
+        config.master_port_given = config.master_port != 0;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace ddp::launcher::steps

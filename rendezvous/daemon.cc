@@ -1,0 +1,69 @@
+#include "rendezvous/daemon.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+namespace ddp::rdzv {
+namespace {
+
+Status write_port_file(const std::string& path, std::uint16_t port) {
+  // Write then rename, so a script polling for the file never reads a partial number.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << '\n';
+    if (!out.flush()) return io_error("cannot write --port-file " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return io_error("cannot rename " + tmp + " to --port-file " + path);
+  }
+  return Status::ok();
+}
+
+// Every connection is a descriptor: lift the soft open-file limit to the hard one.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    spdlog::debug("open-file limit raised from {} to {}", before, limit.rlim_max);
+  }
+}
+
+}  // namespace
+
+Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
+  raise_open_file_limit();
+  boost::asio::io_context io(1);
+  // Signals are caught from before the ready line on, so a SIGTERM sent right after it
+  // still shuts down cleanly.
+  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
+  auto server = Server::start(io, options.server);
+  if (!server) return server.status();
+  if (!options.port_file.empty()) {
+    Status written = write_port_file(options.port_file, (*server)->port());
+    if (!written) return written;
+  }
+  const std::string host = (*server)->host();
+  const bool v6 = host.find(':') != std::string::npos;
+  ready << "listening on " << (v6 ? "[" + host + "]" : host) << ':' << (*server)->port()
+        << std::endl;
+
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {} received; shutting down", signo);
+    (*server)->stop();
+    io.stop();
+  });
+  io.run();
+  return Status::ok();
+}
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,153 @@
+// The TCPStore wire protocol of PyTorch, both numberings: pure encode/decode, no I/O.
+// Used by the session (server side), the client and the fuzz target.
+//
+// Wire format (all integers raw little-endian as on x86-64; no header, no request id;
+// replies come back in request order on the same connection, except STOP_WAITING and
+// 1.13 watch pushes, which arrive whenever the event happens):
+//
+//   str/vec   := u64 length | length bytes
+//   request   := u8 query type | arguments
+//
+//   query         args                         reply
+//   ------------  ---------------------------  ---------------------------------------
+//   VALIDATE      u32 magic 0x3C85F7CE         none (modern only; first query)
+//   SET           key str, value vec           none
+//   COMPARE_SET   key, expected vec, desired   vec: value now stored (see store.h)
+//   GET           key                          vec (empty for a missing key)
+//   ADD           key, i64 delta               i64 new value
+//   CHECK         u64 n, n x key               u8 READY=0 | NOT_READY=1
+//   WAIT          u64 n, n x key               u8 STOP_WAITING=0, once all keys exist
+//   GETNUMKEYS    -                            i64
+//   WATCH_KEY     key                          u8 3, then pushes (1.13 only):
+//                                                u8 type (UPDATED=0 CREATED=1 DELETED=2),
+//                                                key str, old vec, new vec
+//   DELETE_KEY    key                          i64 number erased (0 or 1)
+//   APPEND        key, value vec               none
+//   MULTI_GET     u64 n, n x key               n x vec
+//   MULTI_SET     u64 n, n x (key, value)      none
+//   CANCEL_WAIT   -                            u8 WAIT_CANCELED=1
+//   PING          u32 nonce                    u32 nonce
+//   QUEUE_PUSH    key, value vec               none
+//   QUEUE_POP     key                          i64 length before pop; if > 0 then vec
+//   QUEUE_LEN     key                          i64
+//   LIST          -                            i64 n, n x key str
+//
+//   query type byte   1.13 (Legacy113)   >= 2.2 (Modern)
+//   VALIDATE          -                  0
+//   SET .. GETNUMKEYS 0 .. 6             1 .. 7
+//   WATCH_KEY         7                  -
+//   DELETE_KEY        8                  8
+//   APPEND .. LIST    -                  9 .. 17
+//   0x80 .. 0xFF      reserved for ddprun's native rendezvous operations (no PyTorch
+//                     version uses them); today they are unknown and close the connection.
+//
+// Dialect detection: a modern client always opens with `00 CE F7 85 3C` (VALIDATE + magic);
+// a 1.13 client cannot (a SET would declare a ~1 GB key). A strict prefix of those bytes
+// needs more input; anything else is the 1.13 numbering.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rendezvous/limits.h"
+
+namespace ddp::rdzv {
+
+inline constexpr std::uint32_t kValidateMagic = 0x3C85F7CE;
+inline constexpr std::uint8_t kFirstNativeOp = 0x80;  // start of the reserved range
+
+enum class Dialect : std::uint8_t { kLegacy113, kModern };
+
+enum class Op : std::uint8_t {
+  kValidate,
+  kSet,
+  kCompareSet,
+  kGet,
+  kAdd,
+  kCheck,
+  kWait,
+  kGetNumKeys,
+  kWatchKey,
+  kDeleteKey,
+  kAppend,
+  kMultiGet,
+  kMultiSet,
+  kCancelWait,
+  kPing,
+  kQueuePush,
+  kQueuePop,
+  kQueueLen,
+  kList,
+};
+
+// Reply codes of the one-byte replies.
+inline constexpr std::uint8_t kCheckReady = 0;
+inline constexpr std::uint8_t kCheckNotReady = 1;
+inline constexpr std::uint8_t kStopWaiting = 0;
+inline constexpr std::uint8_t kWaitCanceled = 1;
+inline constexpr std::uint8_t kWatchRegistered = 3;
+enum class WatchEvent : std::uint8_t { kUpdated = 0, kCreated = 1, kDeleted = 2 };
+
+std::string_view op_name(Op op);
+// The query-type byte of `op` in `dialect`; nullopt when the dialect lacks the op.
+std::optional<std::uint8_t> wire_code(Dialect dialect, Op op);
+// The op of a query-type byte; nullopt for an unknown byte.
+std::optional<Op> op_from_wire(Dialect dialect, std::uint8_t code);
+
+// One decoded request. Binary-safe: keys and values are byte strings. Which fields are
+// used depends on `op` (see the table above); the others stay empty.
+struct Request {
+  Op op = Op::kGetNumKeys;
+  std::string key{};                  // single-key ops
+  std::string value{};                // SET, APPEND, QUEUE_PUSH value; COMPARE_SET expected
+  std::string desired{};              // COMPARE_SET desired
+  std::int64_t delta = 0;             // ADD
+  std::uint32_t word = 0;             // VALIDATE magic, PING nonce
+  std::vector<std::string> keys{};    // CHECK, WAIT, MULTI_GET, MULTI_SET
+  std::vector<std::string> values{};  // MULTI_SET (same length as keys)
+
+  bool operator==(const Request&) const = default;
+};
+
+enum class ParseState { kIncomplete, kError, kComplete };
+
+struct ParseResult {
+  ParseState state = ParseState::kIncomplete;
+  Request request;           // when kComplete
+  std::size_t consumed = 0;  // when kComplete: bytes of `input` the request used
+  // When kIncomplete: the smallest total input size that can make progress (lets the
+  // caller skip re-parsing until a large value has fully arrived).
+  std::size_t needed = 0;
+  std::string error;  // when kError: names the problem, e.g. "key of 1073741824 bytes
+                      // exceeds the limit of 8192"
+};
+
+// Parses the first request of `input`. Pure; never reads past `input`; every declared
+// length and count is checked against `limits` before anything is allocated for it.
+ParseResult parse_request(Dialect dialect, std::string_view input, const Limits& limits);
+
+enum class DialectGuess { kNeedMore, kLegacy113, kModern };
+DialectGuess detect_dialect(std::string_view first_bytes);
+
+// Request encoder (client side and tests). Returns nullopt when the dialect lacks the op.
+std::optional<std::string> encode_request(Dialect dialect, const Request& request);
+
+// Reply building blocks (server side); each appends to `out`.
+void put_u8(std::string& out, std::uint8_t v);
+void put_u32(std::string& out, std::uint32_t v);
+void put_i64(std::string& out, std::int64_t v);
+void put_u64(std::string& out, std::uint64_t v);
+void put_bytes(std::string& out, std::string_view bytes);  // u64 length + bytes
+
+// Raw readers for replies (client side); return false when `in` is too short.
+// Each advances `pos` past what it read.
+bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v);
+bool get_u32(std::string_view in, std::size_t& pos, std::uint32_t& v);
+bool get_i64(std::string_view in, std::size_t& pos, std::int64_t& v);
+bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v);
+
+}  // namespace ddp::rdzv

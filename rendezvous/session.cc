@@ -1,0 +1,173 @@
+#include "rendezvous/session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/write.hpp>
+#include <sstream>
+#include <utility>
+
+namespace ddp::rdzv {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+void Session::start(std::shared_ptr<SessionContext> ctx, tcp::socket socket) {
+  auto session = std::make_shared<Session>(std::move(ctx), std::move(socket));
+  session->arm();
+}
+
+Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket)
+    : ctx_(std::move(ctx)), socket_(std::move(socket)) {
+  boost::system::error_code ec;
+  peer_ = socket_.remote_endpoint(ec);
+  socket_.set_option(tcp::no_delay(true), ec);
+  socket_.non_blocking(true, ec);
+  ctx_->live.insert(this);
+}
+
+Session::~Session() {
+  if (!closed_) {
+    ctx_->store.drop(*this);
+    ctx_->live.erase(this);
+  }
+}
+
+std::string Session::peer() const {
+  std::ostringstream s;
+  s << peer_;
+  return s.str();
+}
+
+void Session::close(std::string_view reason, bool error) {
+  if (closed_) return;
+  closed_ = true;
+  if (error) {
+    spdlog::warn("closing connection from {}: {}", peer(), reason);
+  } else {
+    spdlog::debug("connection from {} closed: {}", peer(), reason);
+  }
+  ctx_->store.drop(*this);
+  ctx_->live.erase(this);
+  boost::system::error_code ignored;
+  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+}
+
+void Session::arm() {
+  socket_.async_wait(
+      tcp::socket::wait_read,
+      [self = shared_from_this()](const boost::system::error_code& ec) { self->on_readable(ec); });
+}
+
+void Session::on_readable(boost::system::error_code ec) {
+  // Drain what the kernel holds right now into the shared scratch buffer; nothing else
+  // runs between this read and consume(), so sharing the buffer is safe.
+  while (!ec && !closed_) {
+    auto& scratch = ctx_->scratch;
+    const std::size_t n = socket_.read_some(asio::buffer(scratch), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      arm();
+      return;
+    }
+    if (ec) break;
+    if (!consume(std::string_view(scratch.data(), n))) return;
+    if (n < scratch.size()) {
+      arm();
+      return;
+    }
+  }
+  if (ec == asio::error::eof) {
+    close(in_.empty() ? "peer closed" : "peer closed in the middle of a request", false);
+  } else if (ec && ec != asio::error::operation_aborted) {
+    close(ec.message(), false);
+  } else {
+    close("stopped", false);
+  }
+}
+
+bool Session::consume(std::string_view data) {
+  if (in_.empty()) {
+    auto used = handle_all(data);
+    if (!used) return false;
+    in_.assign(data.substr(*used));
+  } else {
+    in_.append(data);
+    if (in_.size() < needed_) return true;
+    auto used = handle_all(in_);
+    if (!used) return false;
+    in_.erase(0, *used);
+    if (in_.empty()) std::string().swap(in_);  // idle connections own no buffer
+  }
+  flush();
+  return !closed_;
+}
+
+std::optional<std::size_t> Session::handle_all(std::string_view view) {
+  std::size_t used = 0;
+  needed_ = 0;
+  while (used < view.size() && !closed_) {
+    const std::string_view rest = view.substr(used);
+    if (!dialect_) {
+      switch (detect_dialect(rest)) {
+        case DialectGuess::kNeedMore:
+          return used;
+        case DialectGuess::kModern:
+          dialect_ = Dialect::kModern;
+          break;
+        case DialectGuess::kLegacy113:
+          dialect_ = Dialect::kLegacy113;
+          break;
+      }
+      spdlog::debug("connection from {} speaks the {} numbering", peer(),
+                    *dialect_ == Dialect::kModern ? "PyTorch >= 2.2" : "PyTorch 1.13");
+    }
+    ParseResult parsed = parse_request(*dialect_, rest, ctx_->limits);
+    if (parsed.state == ParseState::kIncomplete) {
+      needed_ = parsed.needed;
+      return used;
+    }
+    if (parsed.state == ParseState::kError) {
+      close("malformed request: " + parsed.error, true);
+      return std::nullopt;
+    }
+    used += parsed.consumed;
+    if (!handle(parsed.request)) return std::nullopt;
+  }
+  if (closed_) return std::nullopt;
+  return used;
+}
+
+void Session::flush() {
+  if (closed_ || !writing_.empty() || out_.empty()) return;
+  if (out_.size() > ctx_->limits.max_pending_reply_bytes) {
+    close("client does not read its replies (" + std::to_string(out_.size()) + " bytes pending)",
+          true);
+    return;
+  }
+  writing_.swap(out_);
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                      std::string().swap(self->writing_);
+                      if (ec) {
+                        self->close("write failed: " + ec.message(), false);
+                        return;
+                      }
+                      self->flush();
+                    });
+}
+
+void Session::wait_satisfied() {
+  put_u8(out_, kStopWaiting);
+  flush();
+}
+
+void Session::key_changed(WatchEvent event, std::string_view key, std::string_view old_value,
+                          std::string_view new_value) {
+  put_u8(out_, static_cast<std::uint8_t>(event));
+  put_bytes(out_, key);
+  put_bytes(out_, old_value);
+  put_bytes(out_, new_value);
+  flush();
+}
+
+}  // namespace ddp::rdzv

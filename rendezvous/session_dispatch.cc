@@ -1,0 +1,98 @@
+// Session::handle: applies one decoded request to the store and queues its reply bytes
+// (layouts in rendezvous/protocol.h). Split from session.cc, which owns the socket.
+#include <spdlog/spdlog.h>
+
+#include "rendezvous/session.h"
+
+namespace ddp::rdzv {
+
+bool Session::handle(Request& req) {
+  Store& store = ctx_->store;
+  if (*dialect_ == Dialect::kModern && !validated_) {
+    if (req.op != Op::kValidate) {
+      close("the first query of a PyTorch >= 2.2 connection must be VALIDATE, got " +
+                std::string(op_name(req.op)),
+            true);
+      return false;
+    }
+    validated_ = true;
+    return true;
+  }
+  switch (req.op) {
+    case Op::kValidate:
+      break;  // a repeated VALIDATE (magic already checked by the parser) is harmless
+    case Op::kSet:
+      store.set(req.key, std::move(req.value));
+      break;
+    case Op::kCompareSet:
+      put_bytes(out_, store.compare_set(req.key, req.value, std::move(req.desired)));
+      break;
+    case Op::kGet:
+      put_bytes(out_, store.get(req.key));
+      break;
+    case Op::kAdd: {
+      auto total = store.add(req.key, req.delta);
+      if (!total) {
+        close(total.status().message(), true);
+        return false;
+      }
+      put_i64(out_, *total);
+      break;
+    }
+    case Op::kCheck:
+      put_u8(out_, store.check(req.keys) ? kCheckReady : kCheckNotReady);
+      break;
+    case Op::kWait:
+      if (store.wait(*this, req.keys)) put_u8(out_, kStopWaiting);
+      break;
+    case Op::kGetNumKeys:
+      put_i64(out_, store.num_keys());
+      break;
+    case Op::kWatchKey:
+      store.watch(*this, req.key);
+      put_u8(out_, kWatchRegistered);
+      break;
+    case Op::kDeleteKey:
+      put_i64(out_, store.delete_key(req.key));
+      break;
+    case Op::kAppend:
+      store.append(req.key, req.value);
+      break;
+    case Op::kMultiGet:
+      for (const auto& key : req.keys) put_bytes(out_, store.get(key));
+      break;
+    case Op::kMultiSet:
+      for (std::size_t i = 0; i < req.keys.size(); ++i) {
+        store.set(req.keys[i], std::move(req.values[i]));
+      }
+      break;
+    case Op::kCancelWait:
+      store.cancel_waits(*this);
+      put_u8(out_, kWaitCanceled);
+      break;
+    case Op::kPing:
+      put_u32(out_, req.word);
+      break;
+    case Op::kQueuePush:
+      store.queue_push(req.key, std::move(req.value));
+      break;
+    case Op::kQueuePop: {
+      auto popped = store.queue_pop(req.key);
+      put_i64(out_, popped.length_before);
+      if (popped.value) put_bytes(out_, *popped.value);
+      break;
+    }
+    case Op::kQueueLen:
+      put_i64(out_, store.queue_len(req.key));
+      break;
+    case Op::kList: {
+      auto keys = store.list_keys();
+      put_i64(out_, static_cast<std::int64_t>(keys.size()));
+      for (const auto& key : keys) put_bytes(out_, key);
+      break;
+    }
+  }
+  return true;
+}
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,90 @@
+#include "agent/output.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ddp::agent {
+namespace {
+
+AgentConfig config_with(int nproc) {
+  AgentConfig c;
+  c.nproc_per_node = nproc;
+  c.worker_argv = {"w"};
+  return c;
+}
+
+TEST_CASE("routing follows -r, -t and --local-ranks-filter", "[output]") {
+  AgentConfig c = config_with(3);
+  CHECK(route_for(c, false, 0, StreamId::kStdout) == StreamRoute{true, false});
+  CHECK(route_for(c, true, 0, StreamId::kStderr) == StreamRoute{true, true});
+  c.redirects.all = Streams::kStdout;
+  c.tee.per_rank[1] = Streams::kBoth;
+  CHECK(route_for(c, false, 0, StreamId::kStdout) == StreamRoute{false, true});
+  CHECK(route_for(c, false, 0, StreamId::kStderr) == StreamRoute{true, false});
+  CHECK(route_for(c, false, 1, StreamId::kStdout) == StreamRoute{true, true});
+  CHECK(route_for(c, false, 1, StreamId::kStderr) == StreamRoute{true, true});
+  c.local_ranks_filter = std::set<int>{0};
+  CHECK(route_for(c, false, 1, StreamId::kStdout) == StreamRoute{false, true});
+  CHECK(route_for(c, false, 2, StreamId::kStderr) == StreamRoute{false, false});
+  CHECK(output_prefix("default", 0) == "[default0]:");
+  CHECK(output_prefix("trainer", 12) == "[trainer12]:");
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string drain(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
+
+TEST_CASE("router prefixes whole console lines and writes raw files", "[output]") {
+  auto dir = std::filesystem::temp_directory_path() / ("ddp_output_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  int out[2], err[2];
+  REQUIRE(::pipe(out) == 0);
+  REQUIRE(::pipe(err) == 0);
+  AgentConfig c = config_with(2);
+  c.tee.all = Streams::kStdout;
+  {
+    OutputRouter router(c, false, out[1], err[1]);
+    REQUIRE(router.begin_attempt(dir / "attempt_0"));
+    router.write(0, StreamId::kStdout, "a1\npart");
+    router.write(1, StreamId::kStderr, "e1\n");
+    router.write(0, StreamId::kStdout, "ial\ntail");
+    router.end_stream(0, StreamId::kStdout);
+    router.end_attempt();
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  CHECK(drain(out[0]) == "[default0]:a1\n[default0]:partial\n[default0]:tail\n");
+  CHECK(drain(err[0]) == "[default1]:e1\n");
+  CHECK(slurp(dir / "attempt_0" / "0" / "stdout.log") == "a1\npartial\ntail");
+  CHECK_FALSE(std::filesystem::exists(dir / "attempt_0" / "1" / "stderr.log"));
+  CHECK(std::filesystem::is_directory(dir / "attempt_0" / "1"));
+  ::close(out[0]);
+  ::close(err[0]);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("router reports an unwritable log directory", "[output]") {
+  AgentConfig c = config_with(1);
+  OutputRouter router(c, true, -1, -1);
+  Status s = router.begin_attempt("/proc/nope/attempt_0");
+  CHECK_FALSE(s);
+  CHECK(s.message().find("/proc/nope/attempt_0/0") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddp::agent

@@ -1,0 +1,288 @@
+"""End-to-end tests of ddprun's agent through the real `ddprun` binary.
+
+usage: test_agent.py DDPRUN [unittest args, e.g. AgentTest.test_env]
+Every wait has a deadline; every process started here is killed on the way out.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+DDPRUN = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "worker.py")
+PYTHON = "/usr/bin/python3"
+DEADLINE_S = 60.0
+
+
+def wait_until(predicate, deadline_s=DEADLINE_S, what="condition"):
+    """Polls predicate until true or the deadline passes (for state owned by other
+    processes, such as files they write or pids that disappear)."""
+    end = time.monotonic() + deadline_s
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.02)  # poll interval
+
+
+def alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+class AgentTestBase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="ddp_agent_it_")
+        self.out = os.path.join(self.tmp.name, "out")
+        self.logs = os.path.join(self.tmp.name, "logs")
+        os.mkdir(self.out)
+        self.procs = []
+        self.pids_to_kill = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for stream in (p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()
+        for pid in self.pids_to_kill:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.tmp.cleanup()
+
+    def env(self, **extra):
+        env = dict(os.environ)
+        env.pop("OMP_NUM_THREADS", None)
+        env.update(extra)
+        return env
+
+    def args(self, nproc, mode, *mode_args, extra=()):
+        return [DDPRUN, "--nproc-per-node", str(nproc), *extra, "--no-python", PYTHON, WORKER,
+                self.out, mode, *[str(a) for a in mode_args]]
+
+    def run_ddprun(self, nproc, mode, *mode_args, extra=(), env=None, timeout=DEADLINE_S):
+        return subprocess.run(self.args(nproc, mode, *mode_args, extra=extra),
+                              env=env or self.env(), capture_output=True, timeout=timeout)
+
+    def start_ddprun(self, nproc, mode, *mode_args, extra=()):
+        p = subprocess.Popen(self.args(nproc, mode, *mode_args, extra=extra), env=self.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        return p
+
+    def record(self, attempt, rank):
+        with open(os.path.join(self.out, "a%d_r%d.json" % (attempt, rank))) as f:
+            return json.load(f)
+
+    def wait_records(self, attempt, ranks):
+        wait_until(lambda: all(os.path.exists(os.path.join(self.out, "a%d_r%d.json" % (attempt, r)))
+                               for r in ranks), what="workers to start")
+        return [self.record(attempt, r) for r in ranks]
+
+
+class EnvTest(AgentTestBase):
+    def test_every_worker_sees_torchrun_env(self):
+        r = self.run_ddprun(3, "env", extra=["--log-dir", self.logs, "--max-restarts", "2"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        envs = [rec["env"] for rec in (self.record(0, i) for i in range(3))]
+        self.assertEqual(sorted(e["RANK"] for e in envs), ["0", "1", "2"])
+        ports = set()
+        for i, e in enumerate(envs):
+            self.assertEqual(e["RANK"], str(i))
+            self.assertEqual(e["LOCAL_RANK"], str(i))
+            self.assertEqual(e["ROLE_RANK"], str(i))
+            self.assertEqual(e["GROUP_RANK"], "0")
+            self.assertEqual(e["ROLE_NAME"], "default")
+            self.assertEqual(e["LOCAL_WORLD_SIZE"], "3")
+            self.assertEqual(e["WORLD_SIZE"], "3")
+            self.assertEqual(e["GROUP_WORLD_SIZE"], "1")
+            self.assertEqual(e["ROLE_WORLD_SIZE"], "3")
+            self.assertEqual(e["TORCHELASTIC_RESTART_COUNT"], "0")
+            self.assertEqual(e["TORCHELASTIC_MAX_RESTARTS"], "2")
+            self.assertEqual(e["TORCHELASTIC_USE_AGENT_STORE"], "True")
+            self.assertEqual(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1")
+            self.assertEqual(e["NCCL_ASYNC_ERROR_HANDLING"], "1")
+            self.assertEqual(e["OMP_NUM_THREADS"], "1")
+            self.assertTrue(e["MASTER_ADDR"])
+            ports.add(e["MASTER_PORT"])
+            self.assertTrue(e["TORCHELASTIC_RUN_ID"])
+            self.assertEqual(e["TORCHELASTIC_ERROR_FILE"],
+                             os.path.join(os.path.abspath(self.logs), "attempt_0", str(i),
+                                          "error.json"))
+        self.assertEqual(len(ports), 1)
+        self.assertNotEqual(ports.pop(), "0")
+        self.assertEqual(len({e["TORCHELASTIC_RUN_ID"] for e in envs}), 1)
+        # The one-line OMP notice, and torchrun-style prefixes on whole lines.
+        err = r.stderr.decode()
+        self.assertEqual(err.count("OMP_NUM_THREADS"), 1, err)
+        out = r.stdout.decode().splitlines()
+        for i in range(3):
+            self.assertIn("[default%d]:hello from rank %d" % (i, i), out)
+            self.assertIn("[default%d]:partial from rank %d" % (i, i), err.splitlines())
+            with open(os.path.join(self.logs, "attempt_0", str(i), "stdout.log")) as f:
+                self.assertEqual(f.read(), "hello from rank %d\n" % i)
+
+    def test_inherited_omp_is_kept_without_notice(self):
+        r = self.run_ddprun(2, "ok", env=self.env(OMP_NUM_THREADS="7"))
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(self.record(0, 1)["env"]["OMP_NUM_THREADS"], "7")
+        self.assertNotIn("OMP_NUM_THREADS", r.stderr.decode())
+
+
+class OutputTest(AgentTestBase):
+    def test_binary_partial_redirect_and_filter(self):
+        r = self.run_ddprun(2, "output", extra=["--log-dir", self.logs, "--redirects", "0:1",
+                                                "--local-ranks-filter", "0,1"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        # Rank 0's stdout is redirected to its file only; rank 1's reaches the console.
+        self.assertEqual(r.stdout, b"[default1]:bin\x00\xff\xfeary\n[default1]:no newline at end\n")
+        with open(os.path.join(self.logs, "attempt_0", "0", "stdout.log"), "rb") as f:
+            self.assertEqual(f.read(), b"bin\x00\xff\xfeary\nno newline at end")
+        r = self.run_ddprun(2, "output", extra=["--tee", "3", "--local-ranks-filter", "1"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertNotIn(b"[default0]", r.stdout)
+        self.assertIn(b"[default1]:no newline at end\n", r.stdout)
+
+
+class RestartTest(AgentTestBase):
+    def test_restart_after_failing_attempt(self):
+        r = self.run_ddprun(2, "fail_once", 1, extra=["--max-restarts", "1"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        for attempt in (0, 1):
+            for rank in (0, 1):
+                env = self.record(attempt, rank)["env"]
+                self.assertEqual(env["TORCHELASTIC_RESTART_COUNT"], str(attempt))
+        self.assertFalse(os.path.exists(os.path.join(self.out, "a2_r0.json")))
+
+    def test_no_restarts_left_fails_with_worker_code(self):
+        r = self.run_ddprun(2, "fail_once", 1, extra=["--max-restarts", "0"])
+        self.assertEqual(r.returncode, 1, r.stderr.decode())
+        self.assertFalse(os.path.exists(os.path.join(self.out, "a1_r0.json")))
+
+
+class TeardownTest(AgentTestBase):
+    def test_survivors_sigterm_then_sigkill_after_timeout(self):
+        start = time.monotonic()
+        r = self.run_ddprun(3, "teardown", extra=["--shutdown-timeout", "1"])
+        elapsed = time.monotonic() - start
+        self.assertEqual(r.returncode, 1, r.stderr.decode())
+        self.assertTrue(os.path.exists(os.path.join(self.out, "ignored_term_r2")),
+                        "rank 2 never saw SIGTERM")
+        self.assertGreaterEqual(elapsed, 1.0)  # rank 2 ignored SIGTERM: the grace ran out
+        self.assertLess(elapsed, 15.0)
+        for rank in (1, 2):
+            self.assertFalse(alive(self.record(0, rank)["pid"]))
+        err = r.stderr.decode()
+        self.assertIn("Root Cause (first observed failure):", err)
+        root = err.split("Root Cause (first observed failure):")[1]
+        self.assertIn("rank      : 0 (local_rank: 0)", root)
+        self.assertIn("exitcode  : 1", root)
+
+
+class SignalTest(AgentTestBase):
+    def test_sigterm_is_forwarded_and_exit_code_is_143(self):
+        p = self.start_ddprun(2, "wait")
+        self.wait_records(0, [0, 1])
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=DEADLINE_S)
+        self.assertEqual(p.returncode, 143)
+        for rank in (0, 1):
+            self.assertTrue(os.path.exists(os.path.join(self.out, "term_r%d" % rank)))
+
+    def test_sigterm_kills_grandchildren_even_escaped_ones(self):
+        p = self.start_ddprun(2, "grandchild", extra=["--shutdown-timeout", "5"])
+        kids = self.wait_grandchildren()
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=DEADLINE_S)
+        self.assertEqual(p.returncode, 143)
+        for pid in kids:
+            wait_until(lambda: not alive(pid), 10, "grandchild %d to die" % pid)
+
+    def test_sigkill_of_ddprun_leaves_no_worker_alive(self):
+        p = self.start_ddprun(2, "grandchild")
+        kids = self.wait_grandchildren(same_group_only=True)
+        workers = [self.record(0, r)["pid"] for r in (0, 1)]
+        p.kill()
+        p.wait(timeout=DEADLINE_S)
+        for pid in workers + kids:
+            wait_until(lambda: not alive(pid), 10, "process %d to die" % pid)
+
+    def wait_grandchildren(self, same_group_only=False):
+        paths = [os.path.join(self.out, "kids_r%d.json" % r) for r in (0, 1)]
+        wait_until(lambda: all(os.path.exists(x) for x in paths), what="grandchildren")
+        kids = []
+        for x in paths:
+            with open(x) as f:
+                k = json.load(f)
+            kids.append(k["same_group"])
+            self.pids_to_kill.append(k["new_session"])
+            if not same_group_only:
+                kids.append(k["new_session"])
+        self.pids_to_kill.extend(kids)
+        return kids
+
+
+class FailureReportTest(AgentTestBase):
+    def test_worker_exit_code_is_ddprun_exit_code(self):
+        r = self.run_ddprun(2, "exit", 1, 3, extra=["--shutdown-timeout", "5"])
+        self.assertEqual(r.returncode, 3, r.stderr.decode())
+        err = r.stderr.decode()
+        self.assertIn("worker.py FAILED", err)
+        root = err.split("Root Cause (first observed failure):")[1]
+        self.assertIn("rank      : 1 (local_rank: 1)", root)
+        self.assertIn("exitcode  : 3 (pid: %d)" % self.record(0, 1)["pid"], root)
+
+    def test_killed_worker_gives_137_and_signal_name(self):
+        r = self.run_ddprun(2, "selfkill", 0)
+        self.assertEqual(r.returncode, 137, r.stderr.decode())
+        root = r.stderr.decode().split("Root Cause (first observed failure):")[1]
+        self.assertIn("killed by SIGKILL", root)
+        self.assertIn("rank      : 0 (local_rank: 0)", root)
+
+    def test_error_file_written_by_a_c_style_worker(self):
+        r = self.run_ddprun(2, "errorfile", 1, 5, extra=["--log-dir", self.logs])
+        self.assertEqual(r.returncode, 5, r.stderr.decode())
+        root = r.stderr.decode().split("Root Cause (first observed failure):")[1]
+        self.assertIn("CUDA out of memory in layer 7 (written by a C worker)", root)
+        self.assertIn(os.path.join("attempt_0", "1", "error.json"), root)
+
+
+class TwoJobsTest(AgentTestBase):
+    def test_two_standalone_jobs_at_once(self):
+        outs = [os.path.join(self.tmp.name, "job%d" % i) for i in (0, 1)]
+        procs = []
+        for o in outs:
+            os.mkdir(o)
+            p = subprocess.Popen([DDPRUN, "--standalone", "--nproc-per-node", "2", "--no-python",
+                                  PYTHON, WORKER, o, "ok"], env=self.env(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.procs.append(p)
+            procs.append(p)
+        for p in procs:
+            _, err = p.communicate(timeout=DEADLINE_S)
+            self.assertEqual(p.returncode, 0, err.decode())
+        envs = []
+        for o in outs:
+            with open(os.path.join(o, "a0_r0.json")) as f:
+                envs.append(json.load(f)["env"])
+        self.assertNotEqual(envs[0]["MASTER_PORT"], envs[1]["MASTER_PORT"])
+        self.assertNotEqual(envs[0]["TORCHELASTIC_RUN_ID"], envs[1]["TORCHELASTIC_RUN_ID"])
+
+
+if __name__ == "__main__":
+    DDPRUN = os.path.abspath(sys.argv.pop(1))
+    unittest.main()

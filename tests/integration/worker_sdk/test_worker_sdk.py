@@ -1,0 +1,295 @@
+"""Integration tests of the C++ worker SDK with real processes, sockets and signals.
+
+Usage: test_worker_sdk.py --probe BIN --train BIN --python-rank SCRIPT [--ddprun BIN] [unittest args]
+"""
+import argparse
+import datetime
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from torch.distributed import TCPStore
+
+ARGS = None
+DEADLINE = 60.0  # seconds any single worker group may take
+
+
+def free_port():
+    # Rank-0-hosted mode needs a port chosen before rank 0 starts: bind, read, close.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_env(rank, world, port, agent_store, restart=0, extra=None):
+    env = dict(os.environ)
+    env.update({
+        "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+        "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+        "TORCHELASTIC_USE_AGENT_STORE": "True" if agent_store else "False",
+        "TORCHELASTIC_RESTART_COUNT": str(restart), "OMP_NUM_THREADS": "1",
+    })
+    env.update(extra or {})
+    return env
+
+
+class Worker:
+    """A child process whose stdout lines are collected by a thread (waitable with deadlines)."""
+
+    def __init__(self, argv, env):
+        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        self.seen = []
+        self._stderr = []
+        self._readers = [threading.Thread(target=self._read_out, daemon=True),
+                         threading.Thread(target=self._read_err, daemon=True)]
+        for t in self._readers:
+            t.start()
+
+    def _read_out(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def _read_err(self):
+        for line in self.proc.stderr:
+            self._stderr.append(line)
+
+    @property
+    def stderr(self):
+        return "".join(self._stderr)
+
+    def wait_line(self, pattern, timeout=DEADLINE):
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line matching {pattern!r} within {timeout}s; "
+                                     f"saw {self.seen}")
+            if line is None:
+                raise AssertionError(f"output ended before {pattern!r}; saw {self.seen}")
+            self.seen.append(line)
+            if re.search(pattern, line):
+                return line
+
+    def finish(self, timeout=DEADLINE):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"{self.proc.args} did not exit within {timeout}s")
+        for t in self._readers:
+            t.join(timeout)
+        while True:
+            line = self.lines.get(timeout=timeout)
+            if line is None:
+                self.lines.put(None)  # keep the end marker for later calls
+                break
+            self.seen.append(line)
+        return self.proc.returncode
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class WorkerSdkTest(unittest.TestCase):
+    def setUp(self):
+        self.workers = []
+        self.tmp = tempfile.TemporaryDirectory(prefix="ddp_sdk_it_")
+
+    def tearDown(self):
+        for w in self.workers:
+            w.kill()
+        self.tmp.cleanup()
+
+    def start(self, argv, env):
+        w = Worker(argv, env)
+        self.workers.append(w)
+        return w
+
+    def agent_store(self, world):
+        # Stands in for the agent's worker store: a PyTorch TCPStore server on a port-0 socket.
+        return TCPStore("127.0.0.1", 0, world, True, datetime.timedelta(seconds=30),
+                        wait_for_workers=False)
+
+    def finish_all(self, workers):
+        for w in workers:
+            code = w.finish()
+            self.assertEqual(code, 0, f"{w.proc.args} exited {code}\n{w.stderr}")
+
+    def test_rank0_hosts_the_store_without_agent(self):
+        port = free_port()
+        ws = [self.start([ARGS.probe, "allreduce"], worker_env(r, 3, port, agent_store=False))
+              for r in range(3)]
+        self.finish_all(ws)
+        for r, w in enumerate(ws):
+            self.assertEqual(json.loads(w.seen[-1]), {"rank": r, "world": 3, "sum": 6.0,
+                                                      "restart": 0})
+
+    def test_agent_store_prefix_matches_pytorch(self):
+        store = self.agent_store(2)
+        ws = [self.start([ARGS.probe, "allreduce"],
+                         worker_env(r, 2, store.port, agent_store=True, restart=3))
+              for r in range(2)]
+        self.finish_all(ws)
+        self.assertEqual(json.loads(ws[1].seen[-1])["sum"], 3.0)
+        # init_process_group's barrier counter, under PyTorch's exact key path.
+        self.assertEqual(store.get("/worker/attempt_3/default_pg/store_based_barrier_key:1"), b"2")
+
+    def test_python_and_cpp_ranks_share_one_job(self):
+        store = self.agent_store(3)
+        py = self.start([sys.executable, ARGS.python_rank],
+                        worker_env(0, 3, store.port, agent_store=True))
+        cpp = [self.start([ARGS.probe, "allreduce"], worker_env(r, 3, store.port, agent_store=True))
+               for r in (1, 2)]
+        self.finish_all([py] + cpp)
+        for w in [py] + cpp:
+            self.assertEqual(json.loads(w.seen[-1])["sum"], 6.0)
+
+    def test_bad_environment_is_named(self):
+        env = worker_env(0, 2, 1234, agent_store=True)
+        del env["MASTER_ADDR"]
+        w = self.start([ARGS.probe, "allreduce"], env)
+        self.assertEqual(w.finish(), 2)
+        self.assertIn("MASTER_ADDR is not set", w.stderr)
+
+    def test_uncaught_exception_writes_torchelastic_error_file(self):
+        path = os.path.join(self.tmp.name, "error.json")
+        before = int(time.time())
+        w = self.start([ARGS.probe, "throw"],
+                       worker_env(1, 2, 1, agent_store=True,
+                                  extra={"TORCHELASTIC_ERROR_FILE": path}))
+        self.assertEqual(w.finish(), 1)
+        with open(path) as f:
+            doc = json.load(f)
+        self.assertEqual(set(doc), {"message"})
+        self.assertEqual(doc["message"]["message"], "std::runtime_error: probe failure on rank 1")
+        info = doc["message"]["extraInfo"]
+        self.assertIn("fail_deep_inside", info["py_callstack"])  # the throw site's stack
+        self.assertTrue(before <= int(info["timestamp"]) <= int(time.time()) + 1, info)
+        self.assertIn("probe failure on rank 1", w.stderr)
+
+    def train_argv(self, *extra):
+        return [ARGS.train, "--epochs", "3", "--synthetic-samples", "2048", "--batch-size", "32",
+                *extra]
+
+    def test_example_learns_on_two_workers(self):
+        store = self.agent_store(2)
+        ws = [self.start(self.train_argv(), worker_env(r, 2, store.port, agent_store=True))
+              for r in range(2)]
+        self.finish_all(ws)
+        epochs = [l for l in ws[0].seen if l.startswith("epoch ")]
+        self.assertEqual(len(epochs), 3, ws[0].seen)
+        self.assertFalse(any(l.startswith("epoch ") for l in ws[1].seen))  # rank 0 prints
+        stats = [re.match(r"epoch \d/3 loss ([\d.]+) accuracy ([\d.]+) samples/s ([\d.]+)", l)
+                 for l in epochs]
+        losses = [float(m.group(1)) for m in stats]
+        self.assertLess(losses[-1], 0.7 * losses[0], epochs)
+        self.assertGreater(float(stats[-1].group(2)), 0.5, epochs)
+
+    def test_example_reads_cifar10_binary_format(self):
+        data = os.path.join(self.tmp.name, "cifar")
+        os.makedirs(data)
+        rng = __import__("random").Random(1)
+        for b in (1, 2):
+            with open(os.path.join(data, f"data_batch_{b}.bin"), "wb") as f:
+                for _ in range(128):
+                    label = rng.randrange(10)
+                    f.write(bytes([label]) + bytes([(label * 25 + rng.randrange(8)) % 256] * 3072))
+        store = self.agent_store(2)
+        ws = [self.start(self.train_argv("--data", data), worker_env(r, 2, store.port, True))
+              for r in range(2)]
+        self.finish_all(ws)
+        self.assertIn("training on 256 samples", ws[0].seen[0])
+        with open(os.path.join(data, "data_batch_3.bin"), "wb") as f:
+            f.write(b"\x01" * 100)
+        bad = self.start(self.train_argv("--data", data), worker_env(0, 1, free_port(), False))
+        self.assertNotEqual(bad.finish(), 0)
+        self.assertIn("not a multiple of the 3073-byte CIFAR-10 record", bad.stderr)
+
+    def test_killed_worker_resumes_from_checkpoint(self):
+        # The test plays the agent: kill a worker mid-epoch, stop the group, start attempt 1.
+        ckpt = os.path.join(self.tmp.name, "ckpt")
+        argv = self.train_argv("--checkpoint-dir", ckpt, "--checkpoint-every", "8")
+        store = self.agent_store(2)
+        first = [self.start(argv, worker_env(r, 2, store.port, True, restart=0)) for r in range(2)]
+        first[0].wait_line(r"^checkpoint epoch 2 step 8$")
+        first[1].proc.send_signal(signal.SIGKILL)
+        first[0].proc.send_signal(signal.SIGTERM)
+        self.assertEqual(first[1].finish(), -signal.SIGKILL)
+        self.assertNotEqual(first[0].finish(), 0)
+        second = [self.start(argv, worker_env(r, 2, store.port, True, restart=1)) for r in range(2)]
+        self.finish_all(second)
+        out = second[0].seen
+        self.assertRegex(out[0], r"^resumed from .*checkpoint\.pt at epoch 2 step (8|16|24)$")
+        self.assertEqual([l.split()[1] for l in out if l.startswith("epoch ")], ["2/3", "3/3"])
+
+    def test_under_ddprun_sigkill_and_max_restarts(self):
+        if not ARGS.ddprun:
+            self.skipTest("pass --ddprun BIN (CMake does when the ddprun target exists)")
+        ckpt = os.path.join(self.tmp.name, "ckpt")
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        run = self.start([ARGS.ddprun, "--nproc-per-node", "2", "--max-restarts", "1",
+                          "--master-port", str(free_port()), "--no-python",
+                          *self.train_argv("--checkpoint-dir", ckpt, "--checkpoint-every", "8")],
+                         env)
+        run.wait_line(r"checkpoint epoch 2 step 8")
+        victim = find_worker(run.proc.pid, rank=1)
+        os.kill(victim, signal.SIGKILL)
+        code = run.finish(timeout=120)
+        self.assertEqual(code, 0, "\n".join(run.seen) + run.stderr)
+        text = "\n".join(run.seen)
+        self.assertRegex(text, r"resumed from .*checkpoint\.pt at epoch 2 step (8|16|24)")
+        self.assertIn("epoch 3/3", text)
+
+
+def find_worker(launcher_pid, rank):
+    """The pid of the launcher's descendant worker process with RANK=rank."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    todo, found = [launcher_pid], []
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, []):
+            todo.append(child)
+            try:
+                with open(f"/proc/{child}/environ", "rb") as f:
+                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            except OSError:
+                continue
+            if env.get(b"RANK") == str(rank).encode():
+                found.append(child)
+    if not found:
+        raise AssertionError(f"no worker with RANK={rank} under pid {launcher_pid}")
+    return min(found)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--probe", required=True)
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--python-rank", required=True)
+    parser.add_argument("--ddprun", default="")
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest)

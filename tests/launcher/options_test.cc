@@ -1,0 +1,275 @@
+// The command line: spellings, defaults, PET_* fallbacks, program arguments, worker command.
+#include <catch2/catch.hpp>
+#include <csignal>
+
+#include "tests/launcher/options_test_util.h"
+
+using namespace ddp::launcher;
+using namespace ddp::launcher::testing;
+
+namespace {
+
+Invocation ok(const std::vector<std::string>& args, const Machine& m = {}) {
+  auto r = parse(args, m);
+  INFO(r.status().to_string());
+  REQUIRE(r);
+  return std::move(r).value();
+}
+
+std::string error(const std::vector<std::string>& args, const Machine& m = {}) {
+  auto r = parse(args, m);
+  REQUIRE_FALSE(r);
+  CHECK(r.status().code() == ddp::ErrorCode::kInvalidArgument);
+  CHECK(r.status().message().find('\n') == std::string::npos);
+  return r.status().message();
+}
+
+struct Spelled {
+  std::string dashed;              // --nproc-per-node (or -r)
+  std::string underscore;          // --nproc_per_node (or --redirects)
+  std::vector<std::string> value;  // empty for flags
+};
+
+// Every option with a value that changes the result, in both spellings.
+const std::vector<Spelled> kOptions = {
+    {"--nnodes", "--nnodes", {"2"}},
+    {"--nproc-per-node", "--nproc_per_node", {"3"}},
+    {"--gpu-ids", "--gpu_ids", {"1,3"}},
+    {"--rdzv-backend", "--rdzv_backend", {"c10d"}},
+    {"--rdzv-endpoint", "--rdzv_endpoint", {"node1:29400"}},
+    {"--rdzv-id", "--rdzv_id", {"job7"}},
+    {"--rdzv-conf", "--rdzv_conf", {"join_timeout=900"}},
+    {"--standalone", "--standalone", {}},
+    {"--max-restarts", "--max_restarts", {"3"}},
+    {"--monitor-interval", "--monitor_interval", {"5"}},
+    {"--role", "--role", {"trainer"}},
+    {"-m", "--module", {}},
+    {"--no-python", "--no_python", {}},
+    {"--python", "--python", {"/opt/py/bin/python3"}},
+    {"--log-dir", "--log_dir", {"/tmp/logs"}},
+    {"-r", "--redirects", {"3"}},
+    {"-t", "--tee", {"0:1,1:2"}},
+    {"--local-ranks-filter", "--local_ranks_filter", {"0"}},
+    {"--master-addr", "--master_addr", {"10.1.1.1"}},
+    {"--master-port", "--master_port", {"1234"}},
+    {"--local-addr", "--local_addr", {"node7"}},
+    {"--signals-to-handle", "--signals_to_handle", {"SIGUSR1"}},
+    {"--shutdown-timeout", "--shutdown_timeout", {"2.5"}},
+    {"--virtual-local-rank", "--virtual_local_rank", {}},
+};
+
+std::vector<std::string> with(const std::string& name, const std::vector<std::string>& value,
+                              std::vector<std::string> tail = {"train.py"}) {
+  std::vector<std::string> args{name};
+  args.insert(args.end(), value.begin(), value.end());
+  args.insert(args.end(), tail.begin(), tail.end());
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("every option works in both spellings and changes the result", "[launcher]") {
+  Machine m{.gpus = 4};
+  std::string defaults = describe(ok({"train.py"}, m));
+  for (const auto& o : kOptions) {
+    INFO(o.dashed << " / " << o.underscore);
+    std::string a = describe(ok(with(o.dashed, o.value), m));
+    std::string b = describe(ok(with(o.underscore, o.value), m));
+    CHECK(a == b);
+    CHECK(a != defaults);
+    if (!o.value.empty()) {  // --name=value works too
+      CHECK(describe(ok({o.underscore + "=" + o.value[0], "train.py"}, m)) == a);
+    }
+  }
+  // --node-rank needs more than one node to have a value other than 0.
+  CHECK(ok({"--nnodes", "2", "--node-rank", "1", "x.py"}, m).config.node_rank == 1);
+  CHECK(ok({"--nnodes", "2", "--node_rank", "1", "x.py"}, m).config.node_rank == 1);
+  // --start-method and --run-path are checked in both spellings.
+  for (const char* name : {"--start-method", "--start_method"}) {
+    CHECK(ok({name, "fork", "x.py"}).config.worker_argv.size() == 3);
+    CHECK_THAT(error({name, "thread", "x.py"}), Catch::Contains("spawn, fork or forkserver"));
+  }
+  for (const char* name : {"--run-path", "--run_path"}) {
+    CHECK(ok({"--no-python", name, "x.py"}).config.worker_argv[1] == "-u");
+  }
+}
+
+TEST_CASE("defaults equal torchrun's", "[launcher]") {
+  auto inv = ok({"train.py"});
+  const auto& c = inv.config;
+  CHECK(c.worker_argv == std::vector<std::string>{"python3", "-u", "train.py"});
+  CHECK(c.nproc_per_node == 1);
+  CHECK(c.gpu_ids.empty());
+  CHECK_FALSE(c.virtual_local_rank);
+  CHECK(c.min_nodes == 1);
+  CHECK(c.max_nodes == 1);
+  CHECK(c.rdzv_backend == "static");
+  CHECK(c.rdzv_endpoint.empty());
+  CHECK(c.run_id == "none");
+  CHECK(c.rdzv_conf.empty());
+  CHECK_FALSE(c.standalone);
+  CHECK(c.max_restarts == 0);
+  CHECK(c.role == "default");
+  CHECK_FALSE(c.log_dir);
+  CHECK(c.redirects.all == ddp::agent::Streams::kNone);
+  CHECK(c.tee.all == ddp::agent::Streams::kNone);
+  CHECK_FALSE(c.local_ranks_filter);
+  CHECK(c.node_rank == 0);
+  CHECK(c.master_addr == "127.0.0.1");
+  CHECK(c.master_port == 29500);
+  CHECK_FALSE(c.master_port_given);
+  CHECK(c.local_addr.empty());
+  CHECK(c.signals_to_handle == std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT});
+  CHECK(c.shutdown_timeout == std::chrono::seconds(30));
+  CHECK(inv.notices.empty());
+  CHECK(inv.script == "train.py");
+  CHECK(inv.python == "python3");
+}
+
+TEST_CASE("PET_* variables fill options the command line leaves out", "[launcher]") {
+  Machine m{.gpus = 4,
+            .env = {{"PET_NPROC_PER_NODE", "3"},
+                    {"PET_NNODES", "1:2"},
+                    {"PET_RDZV_BACKEND", "c10d"},
+                    {"PET_RDZV_ENDPOINT", "host:1"},
+                    {"PET_RDZV_ID", "j"},
+                    {"PET_MAX_RESTARTS", "2"},
+                    {"PET_ROLE", "r"},
+                    {"PET_TEE", "3"},
+                    {"PET_MASTER_PORT", "4000"},
+                    {"PET_SHUTDOWN_TIMEOUT", "1"},
+                    {"PET_SIGNALS_TO_HANDLE", "TERM"},
+                    {"PET_LOG_DIR", "/tmp/l"}}};
+  auto c = ok({"x.py"}, m).config;
+  CHECK(c.nproc_per_node == 3);
+  CHECK(c.min_nodes == 1);
+  CHECK(c.max_nodes == 2);
+  CHECK(c.rdzv_backend == "c10d");
+  CHECK(c.rdzv_endpoint == "host:1");
+  CHECK(c.run_id == "j");
+  CHECK(c.max_restarts == 2);
+  CHECK(c.role == "r");
+  CHECK(c.tee.all == ddp::agent::Streams::kBoth);
+  CHECK(c.master_port == 4000);
+  CHECK(c.master_port_given);
+  CHECK(c.shutdown_timeout == std::chrono::seconds(1));
+  CHECK(c.signals_to_handle == std::vector<int>{SIGTERM});
+  CHECK(c.log_dir == std::filesystem::path("/tmp/l"));
+
+  SECTION("explicit flags win") {
+    auto c2 = ok({"--nproc-per-node", "2", "--max_restarts", "0", "--role", "x", "x.py"}, m).config;
+    CHECK(c2.nproc_per_node == 2);
+    CHECK(c2.max_restarts == 0);
+    CHECK(c2.role == "x");
+  }
+  SECTION("flags read PET_<NAME> as 0 or 1") {
+    CHECK(ok({"x"}, {.env = {{"PET_NO_PYTHON", "1"}}}).config.worker_argv ==
+          std::vector<std::string>{"x"});
+    CHECK(ok({"x"}, {.env = {{"PET_NO_PYTHON", "0"}}}).config.worker_argv.size() == 3);
+    CHECK(ok({"x"}, {.env = {{"PET_STANDALONE", "1"}}}).config.standalone);
+    CHECK(ok({"m"}, {.env = {{"PET_MODULE", "1"}}}).config.worker_argv[2] == "-m");
+    CHECK_THAT(error({"x"}, {.env = {{"PET_STANDALONE", "yes"}}}),
+               Catch::Contains("PET_STANDALONE=yes") && Catch::Contains("0 (off) or 1"));
+  }
+  SECTION("a bad PET_* value names the variable") {
+    CHECK_THAT(error({"x.py"}, {.env = {{"PET_NNODES", "3:2"}}}),
+               Catch::StartsWith("PET_NNODES=3:2: ") && Catch::Contains("MIN (3)"));
+    CHECK_THAT(error({"x.py"}, {.env = {{"PET_NPROC_PER_NODE", "many"}}}),
+               Catch::StartsWith("PET_NPROC_PER_NODE=many"));
+  }
+  SECTION("an empty PET_* variable counts as unset") {
+    CHECK(ok({"x.py"}, {.env = {{"PET_NPROC_PER_NODE", ""}}}).config.nproc_per_node == 1);
+  }
+}
+
+TEST_CASE("everything from PROGRAM on belongs to the program", "[launcher]") {
+  auto c = ok({"--nproc-per-node", "2", "train.py", "--lr", "3", "--nproc-per-node", "9"}).config;
+  CHECK(c.nproc_per_node == 2);
+  CHECK(c.worker_argv == std::vector<std::string>{"python3", "-u", "train.py", "--lr", "3",
+                                                  "--nproc-per-node", "9"});
+  auto h = ok({"train.py", "--help", "-m", "--version"}).config;
+  CHECK(h.worker_argv ==
+        std::vector<std::string>{"python3", "-u", "train.py", "--help", "-m", "--version"});
+  CHECK(ok({"--", "train.py", "--x"}).config.worker_argv.back() == "--x");
+}
+
+TEST_CASE("worker command for .py and -m and --no-python and the Python choice", "[launcher]") {
+  using V = std::vector<std::string>;
+  CHECK(ok({"a.py", "1"}).config.worker_argv == V{"python3", "-u", "a.py", "1"});
+  auto module = ok({"-m", "pkg.main", "--x"});
+  CHECK(module.config.worker_argv == V{"python3", "-u", "-m", "pkg.main", "--x"});
+  CHECK_FALSE(module.script);
+  auto native = ok({"--no-python", "./a.out", "-v"});
+  CHECK(native.config.worker_argv == V{"./a.out", "-v"});
+  CHECK_FALSE(native.python);
+  CHECK_FALSE(native.script);
+  CHECK(ok({"--no-python", "--run-path", "a.py"}).config.worker_argv == V{"python3", "-u", "a.py"});
+  CHECK_THAT(error({"--no-python", "-m", "pkg"}), Catch::Contains("cannot be used together"));
+  CHECK_THAT(error({"--run-path", "-m", "pkg"}), Catch::Contains("cannot be used together"));
+  CHECK_THAT(error({"--no-python", "--python", "/p", "x"}), Catch::Contains("--python"));
+
+  // --python > DDPRUN_PYTHON > PYTHON_EXEC > python3
+  Machine both{.env = {{"DDPRUN_PYTHON", "/a/python"}, {"PYTHON_EXEC", "/b/python"}}};
+  CHECK(ok({"x.py"}, both).config.worker_argv[0] == "/a/python");
+  CHECK(ok({"--python", "/c/python", "x.py"}, both).config.worker_argv[0] == "/c/python");
+  CHECK(ok({"x.py"}, {.env = {{"PYTHON_EXEC", "/b/python"}}}).config.worker_argv[0] == "/b/python");
+}
+
+TEST_CASE("bad command lines are one-line errors naming the fix", "[launcher]") {
+  CHECK_THAT(error({}), Catch::Contains("missing PROGRAM"));
+  CHECK_THAT(error({"--nproc-per-node", "2"}), Catch::Contains("missing PROGRAM"));
+  CHECK_THAT(error({"--bogus", "x.py"}), Catch::StartsWith("unknown option --bogus"));
+  CHECK_THAT(error({"--bogus=3", "x.py"}), Catch::StartsWith("unknown option --bogus;"));
+  CHECK_THAT(error({"--nnodes", "3:2", "x.py"}), Catch::Contains("write it as 2:3"));
+  CHECK_THAT(error({"--nproc-per-node"}), Catch::Contains("--nproc-per-node"));
+  CHECK_THAT(error({"--nproc-per-node", "0", "x.py"}), Catch::Contains("gpu, cpu or auto"));
+  CHECK_THAT(error({"--nproc-per-node", "2.5", "x.py"}), Catch::Contains("'2.5'"));
+  CHECK_THAT(error({"--max-restarts", "-1", "x.py"}), Catch::Contains("--max-restarts"));
+  CHECK_THAT(error({"--master-port", "70000", "x.py"}), Catch::Contains("0 to 65535"));
+  CHECK_THAT(error({"--signals-to-handle", "SIGKILL", "x.py"}), Catch::Contains("'SIGKILL'"));
+  CHECK_THAT(error({"--shutdown-timeout", "soon", "x.py"}), Catch::Contains("seconds"));
+  CHECK_THAT(error({"--monitor-interval", "-1", "x.py"}), Catch::Contains("--monitor-interval"));
+  CHECK_THAT(error({"--rdzv-backend", "etcd", "x.py"}), Catch::Contains("use c10d"));
+  CHECK_THAT(error({"--rdzv-backend", "zk", "x.py"}), Catch::Contains("unknown backend"));
+  CHECK_THAT(error({"--rdzv-endpoint", "h:x", "x.py"}), Catch::Contains("--rdzv-endpoint"));
+  CHECK_THAT(error({"--rdzv-conf", "oops", "x.py"}), Catch::Contains("key=value"));
+  CHECK_THAT(error({"--nnodes", "1:2", "x.py"}), Catch::Contains("--rdzv-backend c10d"));
+  CHECK_THAT(error({"--nnodes", "2", "--node-rank", "2", "x.py"}), Catch::Contains("ranks 0 to 1"));
+  CHECK_THAT(error({"--standalone", "--nnodes", "2", "x.py"}), Catch::Contains("single node"));
+  CHECK_THAT(error({"--numa-binding", "node", "x.py"}), Catch::Contains("not supported"));
+  CHECK_THAT(error({"--role", "", "x.py"}), Catch::Contains("--role"));
+  CHECK_THAT(error({"--log-dir", "", "x.py"}), Catch::Contains("--log-dir"));
+  CHECK_THAT(error({"--local-ranks-filter", "2", "--nproc-per-node", "2", "x.py"}),
+             Catch::Contains("local rank 2 does not exist"));
+  CHECK_THAT(error({"-r", "5", "x.py"}), Catch::Contains("0 (none)"));
+}
+
+TEST_CASE("standalone picks c10d with a free port and a random id", "[launcher]") {
+  auto inv = ok({"--standalone", "--rdzv-id", "mine", "x.py"});
+  CHECK(inv.config.standalone);
+  CHECK(inv.config.rdzv_backend == "c10d");
+  CHECK(inv.config.rdzv_endpoint.empty());
+  CHECK(inv.config.run_id == "run-1234");
+  REQUIRE(inv.notices.size() == 1);
+  CHECK_THAT(inv.notices[0], Catch::Contains("ignores --rdzv-id=mine"));
+}
+
+TEST_CASE("static rendezvous takes the master from --rdzv-endpoint", "[launcher]") {
+  auto c = ok({"--rdzv-endpoint", "node3:4567", "x.py"}).config;
+  CHECK(c.master_addr == "node3");
+  CHECK(c.master_port == 4567);
+  CHECK(c.master_port_given);
+  auto v6 = ok({"--rdzv-endpoint", "[::1]:99", "x.py"}).config;
+  CHECK(v6.master_addr == "::1");
+  CHECK(v6.master_port == 99);
+  CHECK_FALSE(ok({"--master-port", "0", "x.py"}).config.master_port_given);
+}
+
+TEST_CASE("help and version need no program", "[launcher]") {
+  auto help = ok({"--help"});
+  CHECK(help.action == Invocation::Action::kHelp);
+  CHECK_THAT(help.text, Catch::Contains("Usage: ddprun [OPTIONS] PROGRAM [ARGS...]") &&
+                            Catch::Contains("--nproc_per_node") && Catch::Contains("--gpu-ids"));
+  CHECK(ok({"-h"}).action == Invocation::Action::kHelp);
+  CHECK(ok({"--version"}).action == Invocation::Action::kVersion);
+}

@@ -1,0 +1,65 @@
+// Helpers for the command-line tests: parse with a fake machine, render a result as text.
+#pragma once
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "launcher/gpu_inventory.h"
+#include "launcher/options.h"
+
+namespace ddp::launcher::testing {
+
+struct Machine {
+  int gpus = 0;
+  int cpus = 6;
+  std::map<std::string, std::string> env = {};
+};
+
+inline Result<Invocation> parse(const std::vector<std::string>& args, const Machine& m = {}) {
+  FakeGpuInventory inventory(m.gpus);
+  LaunchEnvironment environment{m.env, &inventory, m.cpus, "run-1234"};
+  return parse_command_line(args, environment);
+}
+
+inline std::string streams_text(const agent::StreamsSpec& s) {
+  std::string out = std::to_string(static_cast<int>(s.all));
+  for (auto [rank, v] : s.per_rank) {
+    out.push_back(' ');
+    out.append(std::to_string(rank)).append(":").append(std::to_string(static_cast<int>(v)));
+  }
+  return out;
+}
+
+// Every field of an Invocation, one per line, so tests can compare whole results.
+inline std::string describe(const Invocation& inv) {
+  const auto& c = inv.config;
+  std::ostringstream o;
+  o << "argv:";
+  for (const auto& a : c.worker_argv) o << " " << a;
+  o << "\nnproc " << c.nproc_per_node << "\ngpus:";
+  for (int g : c.gpu_ids) o << " " << g;
+  o << "\nvirtual " << c.virtual_local_rank << "\nrole " << c.role << "\nmax_restarts "
+    << c.max_restarts << "\nshutdown_ms " << c.shutdown_timeout.count() << "\nlog_dir "
+    << (c.log_dir ? c.log_dir->string() : "-") << "\nredirects " << streams_text(c.redirects)
+    << "\ntee " << streams_text(c.tee) << "\nfilter:";
+  if (c.local_ranks_filter) {
+    for (int r : *c.local_ranks_filter) o << " " << r;
+  } else {
+    o << " all";
+  }
+  o << "\nsignals:";
+  for (int s : c.signals_to_handle) o << " " << s;
+  o << "\nbackend " << c.rdzv_backend << "\nendpoint " << c.rdzv_endpoint << "\nrun_id " << c.run_id
+    << "\nconf:";
+  for (const auto& [k, v] : c.rdzv_conf) o << " " << k << "=" << v;
+  o << "\nnodes " << c.min_nodes << ":" << c.max_nodes << "\nnode_rank " << c.node_rank
+    << "\nmaster " << c.master_addr << ":" << c.master_port << " given " << c.master_port_given
+    << "\nlocal_addr " << c.local_addr << "\nstandalone " << c.standalone << "\npython "
+    << inv.python.value_or("-") << "\nscript " << inv.script.value_or("-") << "\nnotices:";
+  for (const auto& n : inv.notices) o << " [" << n << "]";
+  return o.str();
+}
+
+}  // namespace ddp::launcher::testing

@@ -1,0 +1,85 @@
+// DistributedDataParallel for torch::nn modules: the C++ counterpart of
+// torch.nn.parallel.DistributedDataParallel.
+//
+//   auto ctx = ddp::init().value();
+//   auto model = ddp::DistributedDataParallel<Net>(Net(), *ctx);
+//   auto loss = torch::cross_entropy(model.forward(x), y);
+//   loss.backward();                // gradients arrive averaged over all ranks
+//   optimizer.step();
+//
+// At construction the parameters and buffers of rank 0 are copied to every rank. Before each
+// forward the buffers (e.g. batch-norm statistics) are broadcast from rank 0 unless
+// broadcast_buffers is false. The wrapper owns neither the group nor the context; the module
+// holder shares ownership of the module. Names of module() parameters carry no "module."
+// prefix, so checkpoints load into plain modules.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <utility>
+
+#include "ddp/process_group.h"
+#include "ddp/reducer.h"
+
+namespace ddp {
+
+struct DdpOptions {
+  std::size_t bucket_cap_bytes = 25u * 1024u * 1024u;
+  bool broadcast_buffers = true;
+};
+
+template <typename ModuleHolder>
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(ModuleHolder module, c10::intrusive_ptr<c10d::ProcessGroup> group,
+                          DdpOptions options = {})
+      : module_(std::move(module)), group_(std::move(group)), options_(options) {
+    std::vector<at::Tensor> state = module_->parameters();
+    for (const auto& b : module_->buffers()) state.push_back(b);
+    broadcast_tensors(group_, state, 0);
+    reducer_ = std::make_unique<GradientReducer>(group_, module_->parameters(),
+                                                 ReducerOptions{options_.bucket_cap_bytes});
+  }
+  DistributedDataParallel(ModuleHolder module, const WorkerContext& ctx, DdpOptions options = {})
+      : DistributedDataParallel(std::move(module), ctx.process_group(), options) {}
+
+  template <typename... Args>
+  decltype(auto) forward(Args&&... args) {
+    if (options_.broadcast_buffers && group_->getSize() > 1) {
+      auto buffers = module_->buffers();
+      if (!buffers.empty()) broadcast_tensors(group_, buffers, 0);
+    }
+    return module_->forward(std::forward<Args>(args)...);
+  }
+
+  ModuleHolder& module() { return module_; }
+  auto* operator->() { return module_.get(); }
+  GradientReducer& reducer() { return *reducer_; }
+
+  // While the guard lives, backward accumulates gradients locally without communication;
+  // the first backward after it ends averages the accumulated gradients.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(GradientReducer& reducer)
+        : reducer_(reducer), previous_(reducer.sync_enabled()) {
+      reducer_.set_sync_enabled(false);
+    }
+    ~NoSyncGuard() { reducer_.set_sync_enabled(previous_); }
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    GradientReducer& reducer_;
+    bool previous_;
+  };
+  [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(*reducer_); }
+
+ private:
+  ModuleHolder module_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  DdpOptions options_;
+  std::unique_ptr<GradientReducer> reducer_;
+};
+
+}  // namespace ddp

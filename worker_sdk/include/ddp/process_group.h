@@ -1,0 +1,83 @@
+// Joining the job: the worker store and the default process group, set up exactly as
+// torch.distributed.init_process_group("env://") does in PyTorch 1.13, so C++ and Python ranks
+// can share one job:
+//   TCPStore(MASTER_ADDR, MASTER_PORT)              all clients under the agent store, or
+//                                                   rank 0 hosting it (multi-tenant) otherwise
+//   -> PrefixStore("/worker/attempt_<restart>")     agent store only
+//   -> PrefixStore("default_pg")                    what WorkerContext::store() returns
+//   -> PrefixStore("0") -> ProcessGroupGloo / ProcessGroupNCCL
+// then the store-based barrier key "store_based_barrier_key:1" is incremented.
+//
+// Backend: NCCL when this SDK was built against a LibTorch with CUDA and NCCL (DDP_WITH_NCCL)
+// and a GPU is visible (device cuda:LOCAL_RANK); Gloo otherwise; overridable.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "ddp/worker_env.h"
+
+namespace ddp {
+
+enum class Backend { kAuto, kGloo, kNccl };
+
+struct InitOptions {
+  Backend backend = Backend::kAuto;
+  // Store operations and collectives; PyTorch's default_pg_timeout is 30 minutes.
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  // Where the environment comes from (tests inject a map).
+  EnvLookup lookup = process_env();
+};
+
+// True when this build of the SDK contains the NCCL process group.
+bool built_with_nccl();
+
+// One worker's membership in the job. Owns the store connection and the process group; both
+// live as long as the context. Created on the main thread; the process group may then be used
+// from any thread (c10d process groups are thread-safe for issuing work).
+class WorkerContext {
+ public:
+  WorkerContext(WorkerEnv env, c10::intrusive_ptr<c10d::Store> store,
+                c10::intrusive_ptr<c10d::ProcessGroup> group, Backend backend);
+  ~WorkerContext();
+  WorkerContext(const WorkerContext&) = delete;
+  WorkerContext& operator=(const WorkerContext&) = delete;
+
+  const WorkerEnv& env() const { return env_; }
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  int local_rank() const { return env_.local_rank; }
+  bool is_rank0() const { return env_.rank == 0; }
+  // Resolved backend (never kAuto) and the device tensors should live on for it.
+  Backend backend() const { return backend_; }
+  c10::Device device() const;
+  // The "default_pg"-prefixed store, shared with Python's default group.
+  const c10::intrusive_ptr<c10d::Store>& store() const { return store_; }
+  const c10::intrusive_ptr<c10d::ProcessGroup>& process_group() const { return group_; }
+
+ private:
+  WorkerEnv env_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  Backend backend_;
+};
+
+// Reads the environment, connects to the store and builds the process group. Expected failures
+// (bad environment, store unreachable within the timeout, NCCL requested but unavailable)
+// come back as a Status; the message says what to fix.
+Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options = {});
+
+// Builds a Gloo group of `world_size` over an existing store (used by init; also for tests that
+// run ranks as threads over a c10d::HashStore). Uses GLOO_SOCKET_IFNAME when set, else the
+// default device, as PyTorch does. Blocks until all ranks have connected; throws c10::Error
+// on timeout.
+c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int world_size,
+                                                       std::chrono::milliseconds timeout);
+
+}  // namespace ddp

@@ -1,0 +1,92 @@
+// Gradient averaging for data-parallel training, the engine behind DistributedDataParallel.
+//
+// Parameters are grouped into buckets of about `bucket_cap_bytes`, in reverse registration
+// order (gradients of the last layers are ready first). A post hook on each parameter's
+// gradient accumulator copies the accumulated .grad into its bucket; when a bucket is full it
+// is divided by the world size and all-reduced asynchronously while backward continues.
+// Buckets are launched strictly in index order on every rank (collectives must match).
+// At the end of backward an autograd-engine callback fills the slots of parameters that got
+// no gradient with zeros, launches what is left, waits, and writes the averages back to .grad
+// (defining .grad where it was undefined).
+//
+// Threading: hooks run on the autograd thread; state is guarded by a mutex. Construct and
+// destroy on the training thread, not during a backward pass.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace torch::autograd {
+struct Node;
+}  // namespace torch::autograd
+
+namespace ddp {
+
+struct ReducerOptions {
+  std::size_t bucket_cap_bytes = 25u * 1024u * 1024u;  // PyTorch's default (25 MB)
+};
+
+class GradientReducer {
+ public:
+  GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<at::Tensor> params,
+                  ReducerOptions options);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // While disabled, backward only accumulates .grad locally (gradient accumulation).
+  void set_sync_enabled(bool enabled);
+  bool sync_enabled() const;
+
+  // Number of buckets and the parameter indices of each (for tests and diagnostics).
+  std::size_t bucket_count() const { return buckets_.size(); }
+  std::vector<std::size_t> bucket_params(std::size_t bucket) const;
+  // Reductions completed since construction.
+  std::int64_t reductions() const;
+
+ private:
+  struct Bucket {
+    std::vector<std::size_t> params;  // indices into params_
+    std::vector<std::int64_t> offsets;
+    at::Tensor flat;
+    std::size_t pending = 0;
+    bool launched = false;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  struct Slot {
+    std::size_t bucket = 0;
+    std::size_t index_in_bucket = 0;
+    bool ready = false;
+  };
+
+  void on_grad_ready(std::size_t param);
+  void launch_ready_buckets_locked();
+  void launch_locked(Bucket& bucket);
+  void finalize();
+
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::vector<at::Tensor> params_;
+  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<std::uintptr_t> hook_keys_;
+
+  mutable std::mutex mutex_;
+  bool sync_enabled_ = true;
+  bool in_backward_ = false;
+  std::size_t next_bucket_ = 0;
+  std::int64_t reductions_ = 0;
+};
+
+// Copies every tensor of rank `root` into the same tensor on all ranks (one flattened
+// broadcast per dtype). Used for parameters at construction and buffers before forward.
+void broadcast_tensors(const c10::intrusive_ptr<c10d::ProcessGroup>& group,
+                       const std::vector<at::Tensor>& tensors, int root = 0);
+
+}  // namespace ddp

@@ -1,0 +1,147 @@
+#include "ddp/process_group.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/cuda.h>
+#ifdef DDP_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdlib>
+#include <sstream>
+
+namespace ddp {
+namespace {
+
+// PyTorch names the first group "0" and its store-based barrier "store_based_barrier_key:1".
+constexpr const char* kDefaultGroupPrefix = "default_pg";
+constexpr const char* kFirstGroupName = "0";
+constexpr const char* kInitBarrierKey = "store_based_barrier_key:1";
+
+c10::intrusive_ptr<c10d::Store> connect_store(const WorkerEnv& env,
+                                             std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = env.master_port;
+  opts.numWorkers = static_cast<std::size_t>(env.world_size);
+  opts.timeout = timeout;
+  if (env.use_agent_store) {
+    opts.isServer = false;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+    return c10::make_intrusive<c10d::PrefixStore>(env.store_prefix(), tcp);
+  }
+  opts.isServer = env.rank == 0;
+  opts.waitWorkers = true;
+  opts.multiTenant = true;
+  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+}
+
+Backend resolve_backend(Backend requested) {
+  if (requested != Backend::kAuto) return requested;
+  if (built_with_nccl() && torch::cuda::is_available()) return Backend::kNccl;
+  return Backend::kGloo;
+}
+
+}  // namespace
+
+bool built_with_nccl() {
+#ifdef DDP_WITH_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+WorkerContext::WorkerContext(WorkerEnv env, c10::intrusive_ptr<c10d::Store> store,
+                             c10::intrusive_ptr<c10d::ProcessGroup> group, Backend backend)
+    : env_(std::move(env)), store_(std::move(store)), group_(std::move(group)), backend_(backend) {}
+
+WorkerContext::~WorkerContext() = default;
+
+c10::Device WorkerContext::device() const {
+  if (backend_ == Backend::kNccl) {
+    return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(env_.local_rank));
+  }
+  return c10::Device(c10::DeviceType::CPU);
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int world_size,
+                                                       std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // Like PyTorch: one device per interface in GLOO_SOCKET_IFNAME (comma separated), else the
+  // device for this host's name (falling back to loopback).
+  const char* ifnames = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifnames != nullptr && *ifnames != '\0') {
+    std::stringstream list(ifnames);
+    std::string name;
+    while (std::getline(list, name, ',')) {
+      if (!name.empty()) {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+      }
+    }
+  }
+  if (options->devices.empty()) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  options->threads = static_cast<int>(options->devices.size()) * 2;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+}
+
+Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
+  Result<WorkerEnv> env = parse_worker_env(options.lookup);
+  if (!env) return env.status();
+  Backend backend = resolve_backend(options.backend);
+  if (backend == Backend::kNccl) {
+    if (!built_with_nccl()) {
+      return invalid_argument(
+          "the NCCL backend was requested but this worker SDK was built against a LibTorch "
+          "without CUDA/NCCL; use Backend::kGloo or rebuild against a CUDA LibTorch");
+    }
+    if (!torch::cuda::is_available() ||
+        static_cast<int>(torch::cuda::device_count()) <= env->local_rank) {
+      return invalid_argument("the NCCL backend needs GPU " + std::to_string(env->local_rank) +
+                              " (LOCAL_RANK) but " + std::to_string(torch::cuda::device_count()) +
+                              " GPU(s) are visible; check CUDA_VISIBLE_DEVICES or use Gloo");
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> base;
+  try {
+    base = connect_store(*env, options.timeout);
+  } catch (const std::exception& e) {
+    return peer_gone("cannot reach the worker store at " + env->master_addr + ":" +
+                     std::to_string(env->master_port) + " (" + e.what() +
+                     "); is the launcher running and MASTER_ADDR/MASTER_PORT right?");
+  }
+  auto store = c10::make_intrusive<c10d::PrefixStore>(kDefaultGroupPrefix, base);
+  store->setTimeout(options.timeout);
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>(kFirstGroupName, store);
+
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  try {
+    if (backend == Backend::kNccl) {
+#ifdef DDP_WITH_NCCL
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = options.timeout;
+      group = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env->rank,
+                                                          env->world_size, nccl_options);
+#endif
+    } else {
+      group = make_gloo_group(group_store, env->rank, env->world_size, options.timeout);
+    }
+    // PyTorch's init ends with a store-based barrier on this counter; add our arrival so Python
+    // ranks in the same job see us. Gloo's constructor already connected every rank, so we
+    // need not wait on the counter ourselves.
+    store->add(kInitBarrierKey, 1);
+    group->setSequenceNumberForGroup();
+  } catch (const std::exception& e) {
+    return timeout_error("building the process group failed for rank " +
+                         std::to_string(env->rank) + " of " + std::to_string(env->world_size) +
+                         ": " + e.what());
+  }
+  return std::make_unique<WorkerContext>(std::move(*env), std::move(store), std::move(group),
+                                         backend);
+}
+
+}  // namespace ddp

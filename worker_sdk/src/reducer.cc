@@ -1,0 +1,185 @@
+#include "ddp/reducer.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/utils/tensor_flatten.h>
+
+#include <map>
+#include <stdexcept>
+
+namespace ddp {
+namespace {
+
+// Runs after AccumulateGrad has written the parameter's .grad.
+class GradReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  explicit GradReadyHook(std::function<void()> ready) : ready_(std::move(ready)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    ready_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> ready_;
+};
+
+}  // namespace
+
+void broadcast_tensors(const c10::intrusive_ptr<c10d::ProcessGroup>& group,
+                       const std::vector<at::Tensor>& tensors, int root) {
+  at::NoGradGuard no_grad;
+  std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
+  for (const auto& t : tensors) {
+    if (t.defined() && t.numel() > 0) by_type[t.scalar_type()].push_back(t);
+  }
+  for (auto& [type, group_tensors] : by_type) {
+    at::Tensor flat = torch::utils::flatten_dense_tensors(group_tensors);
+    std::vector<at::Tensor> io{flat};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    group->broadcast(io, opts)->wait();
+    auto pieces = torch::utils::unflatten_dense_tensors(io[0], group_tensors);
+    for (std::size_t i = 0; i < group_tensors.size(); ++i) group_tensors[i].copy_(pieces[i]);
+  }
+}
+
+GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                 std::vector<at::Tensor> params, ReducerOptions options)
+    : group_(std::move(group)), params_(std::move(params)), slots_(params_.size()) {
+  if (options.bucket_cap_bytes == 0) {
+    throw std::invalid_argument("ReducerOptions::bucket_cap_bytes must be > 0");
+  }
+  // Reverse order: the gradients of the last parameters arrive first in backward.
+  std::size_t bytes = 0;
+  for (std::size_t k = params_.size(); k-- > 0;) {
+    const at::Tensor& p = params_[k];
+    if (!p.requires_grad()) continue;
+    if (!p.is_leaf()) throw std::invalid_argument("DDP parameters must be leaf tensors");
+    std::size_t size = static_cast<std::size_t>(p.numel()) * p.element_size();
+    bool new_bucket = buckets_.empty() ||
+                      (bytes + size > options.bucket_cap_bytes && !buckets_.back().params.empty()) ||
+                      buckets_.back().flat.scalar_type() != p.scalar_type() ||
+                      buckets_.back().flat.device() != p.device();
+    if (new_bucket) {
+      buckets_.emplace_back();
+      buckets_.back().flat = at::empty({0}, p.options().requires_grad(false));
+      bytes = 0;
+    }
+    Bucket& b = buckets_.back();
+    slots_[k] = Slot{buckets_.size() - 1, b.params.size(), false};
+    b.offsets.push_back(b.params.empty() ? 0 : b.offsets.back() + params_[b.params.back()].numel());
+    b.params.push_back(k);
+    bytes += size;
+  }
+  for (Bucket& b : buckets_) {
+    std::int64_t total = b.offsets.back() + params_[b.params.back()].numel();
+    b.flat = at::zeros({total}, b.flat.options().requires_grad(false));
+    b.pending = b.params.size();
+  }
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    if (!params_[k].requires_grad()) continue;
+    auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
+    hook_keys_.push_back(acc->add_post_hook(
+        std::make_unique<GradReadyHook>([this, k] { on_grad_ready(k); })));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  for (std::size_t i = 0; i < accumulators_.size(); ++i) {
+    accumulators_[i]->del_post_hook(hook_keys_[i]);
+  }
+}
+
+void GradientReducer::set_sync_enabled(bool enabled) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  sync_enabled_ = enabled;
+}
+
+bool GradientReducer::sync_enabled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sync_enabled_;
+}
+
+std::vector<std::size_t> GradientReducer::bucket_params(std::size_t bucket) const {
+  return buckets_.at(bucket).params;
+}
+
+std::int64_t GradientReducer::reductions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reductions_;
+}
+
+void GradientReducer::on_grad_ready(std::size_t param) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!sync_enabled_) return;
+  if (!in_backward_) {
+    in_backward_ = true;
+    next_bucket_ = 0;
+    for (Bucket& b : buckets_) {
+      b.pending = b.params.size();
+      b.launched = false;
+      b.work.reset();
+    }
+    for (Slot& s : slots_) s.ready = false;
+    torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
+  }
+  Slot& slot = slots_[param];
+  if (slot.ready) return;  // the same parameter used twice in one graph: grad is cumulative
+  slot.ready = true;
+  Bucket& bucket = buckets_[slot.bucket];
+  const at::Tensor& grad = params_[param].grad();
+  at::Tensor view = bucket.flat.narrow(0, bucket.offsets[slot.index_in_bucket], grad.numel());
+  view.copy_(grad.reshape({-1}));
+  if (--bucket.pending == 0) launch_ready_buckets_locked();
+}
+
+void GradientReducer::launch_ready_buckets_locked() {
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
+    launch_locked(buckets_[next_bucket_]);
+    ++next_bucket_;
+  }
+}
+
+void GradientReducer::launch_locked(Bucket& bucket) {
+  bucket.flat.div_(group_->getSize());
+  std::vector<at::Tensor> io{bucket.flat};
+  bucket.work = group_->allreduce(io);
+  bucket.launched = true;
+}
+
+void GradientReducer::finalize() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_backward_ = false;
+  // Parameters that got no gradient on this rank contribute zeros.
+  for (; next_bucket_ < buckets_.size(); ++next_bucket_) {
+    Bucket& b = buckets_[next_bucket_];
+    for (std::size_t i = 0; i < b.params.size(); ++i) {
+      if (!slots_[b.params[i]].ready) {
+        b.flat.narrow(0, b.offsets[i], params_[b.params[i]].numel()).zero_();
+      }
+    }
+    b.pending = 0;
+    launch_locked(b);
+  }
+  at::NoGradGuard no_grad;
+  for (Bucket& b : buckets_) {
+    b.work->wait();
+    for (std::size_t i = 0; i < b.params.size(); ++i) {
+      at::Tensor& p = params_[b.params[i]];
+      at::Tensor avg = b.flat.narrow(0, b.offsets[i], p.numel()).view(p.sizes());
+      if (p.grad().defined()) {
+        p.mutable_grad().copy_(avg);
+      } else {
+        p.mutable_grad() = avg.clone();
+      }
+    }
+  }
+  ++reductions_;
+}
+
+}  // namespace ddp
