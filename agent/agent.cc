@@ -3,15 +3,15 @@
 // (the one place in ddprun that handles signals), then turns the outcome into an exit code.
 #include "agent/agent.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
-
-#include <csignal>
-#include <cstdio>
-#include <optional>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <spdlog/spdlog.h>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "agent/death_watch.h"
 #include "agent/error_report.h"
@@ -70,8 +70,7 @@ class SignalForwarder {
         spdlog::warn("second SIGINT: killing the workers now");
         supervisor_.kill_now();
       } else {
-        spdlog::warn("received {}: forwarding it to the workers and stopping",
-                     signal_name(sig));
+        spdlog::warn("received {}: forwarding it to the workers and stopping", signal_name(sig));
         interrupted_ = interrupted_ || sig == SIGINT;
         supervisor_.interrupt(sig);
       }
@@ -119,7 +118,9 @@ int run(const AgentConfig& config) {
   asio::io_context io;
 
   // The worker store: held from here to the end of the job.
+  // Single node: the workers reach it on loopback unless told another address.
   rdzv::ServerOptions store_options;
+  store_options.host = setup->group.master_addr == "127.0.0.1" ? "127.0.0.1" : "";
   store_options.port = config.master_port_given ? config.master_port : 0;
   auto store = rdzv::Server::start(io, store_options);
   if (!store) {
@@ -150,6 +151,11 @@ int run(const AgentConfig& config) {
       [&](int attempt, int local_rank) { return setup->launch_spec(attempt, local_rank); },
       [&](int attempt) {
         router.end_attempt();
+        // A reused --log-dir may hold an error file of an earlier run: never report it.
+        for (int r = 0; r < config.nproc_per_node; ++r) {
+          std::error_code ignored;
+          std::filesystem::remove(setup->error_file(attempt, r), ignored);
+        }
         return router.begin_attempt(setup->attempt_dir(attempt));
       },
       [&](const Outcome& o) {

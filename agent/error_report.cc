@@ -2,9 +2,8 @@
 
 #include <ctime>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace ddp::agent {
 namespace {
@@ -103,8 +102,7 @@ std::optional<ErrorFileInfo> read_error_file(const std::filesystem::path& path) 
   buf << in.rdbuf();
   auto parsed = parse_error_file(buf.str());
   if (parsed) return *parsed;
-  return ErrorFileInfo{"unreadable error file " + path.string() + ": " +
-                           parsed.status().message(),
+  return ErrorFileInfo{"unreadable error file " + path.string() + ": " + parsed.status().message(),
                        "", std::nullopt};
 }
 
@@ -121,9 +119,7 @@ std::size_t root_cause_index(const std::vector<FailureRecord>& records) {
   return best;
 }
 
-int failure_exit_code(const FailureRecord& record) {
-  return record.failure.status.shell_code();
-}
+int failure_exit_code(const FailureRecord& record) { return record.failure.status.shell_code(); }
 
 std::string format_failure_report(const std::string& name, const std::string& host,
                                   const std::vector<FailureRecord>& records,

@@ -21,7 +21,7 @@ namespace ddp::agent {
 
 struct ErrorFileInfo {
   std::string message;
-  std::string traceback;             // empty when the file has none
+  std::string traceback;            // empty when the file has none
   std::optional<double> timestamp;  // unix seconds
 };
 

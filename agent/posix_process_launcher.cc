@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -10,13 +11,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <spdlog/spdlog.h>
 
 namespace ddp::agent {
 
@@ -149,9 +148,15 @@ Result<pid_t> PosixProcessLauncher::spawn(int id, const LaunchSpec& spec) {
 void PosixProcessLauncher::signal_group(int id, int signal) {
   auto it = children_.find(id);
   if (it == children_.end()) return;
-  if (::kill(-it->second->pid, signal) != 0 && errno != ESRCH) {
-    spdlog::warn("signal {} to process group {}: {}", signal, it->second->pid,
-                 std::strerror(errno));
+  const Child& child = *it->second;
+  if (::kill(-child.pid, signal) == 0) return;
+  if (errno == ESRCH && !child.exited) {
+    // Not yet past setsid() in the child: the group does not exist. Signals are blocked
+    // there until its handlers are reset, so the signal waits and then takes effect.
+    if (::kill(child.pid, signal) == 0 || errno == ESRCH) return;
+  }
+  if (errno != ESRCH) {
+    spdlog::warn("signal {} to process group {}: {}", signal, child.pid, std::strerror(errno));
   }
 }
 
@@ -168,20 +173,18 @@ void PosixProcessLauncher::release(int id) {
 }
 
 void PosixProcessLauncher::wait_readable(const std::shared_ptr<Child>& child, StreamId stream) {
-  child->stream(stream)->async_wait(
-      asio::posix::stream_descriptor::wait_read,
-      [this, child, stream](const boost::system::error_code& ec) {
-        if (ec || child->released) return;
-        if (read_available(child, stream)) {
-          wait_readable(child, stream);
-        } else {
-          observer_.on_output_end(child->id, stream);
-        }
-      });
+  child->stream(stream)->async_wait(asio::posix::stream_descriptor::wait_read,
+                                    [this, child, stream](const boost::system::error_code& ec) {
+                                      if (ec || child->released) return;
+                                      if (read_available(child, stream)) {
+                                        wait_readable(child, stream);
+                                      } else {
+                                        observer_.on_output_end(child->id, stream);
+                                      }
+                                    });
 }
 
-bool PosixProcessLauncher::read_available(const std::shared_ptr<Child>& child,
-                                          StreamId stream) {
+bool PosixProcessLauncher::read_available(const std::shared_ptr<Child>& child, StreamId stream) {
   std::array<char, 65536> buffer;
   auto* d = child->stream(stream);
   if (!d->is_open()) return false;

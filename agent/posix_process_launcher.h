@@ -11,11 +11,10 @@
 
 #include <sys/types.h>
 
-#include <map>
-#include <memory>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <map>
+#include <memory>
 
 #include "agent/death_watch.h"
 #include "agent/process_launcher.h"

@@ -50,14 +50,14 @@ Result<std::filesystem::path> make_log_dir(const AgentConfig& config) {
   if (config.log_dir) {
     std::filesystem::create_directories(*config.log_dir, ec);
     if (ec) {
-      return io_error("cannot create --log-dir " + config.log_dir->string() + ": " +
-                      ec.message() + "; pass a writable directory");
+      return io_error("cannot create --log-dir " + config.log_dir->string() + ": " + ec.message() +
+                      "; pass a writable directory");
     }
     return std::filesystem::absolute(*config.log_dir);
   }
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                        "/torchelastic_XXXXXX";
+  std::string pattern =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/torchelastic_XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     return io_error("cannot create a log directory from " + pattern +
                     "; set TMPDIR to a writable directory or pass --log-dir");

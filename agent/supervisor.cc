@@ -1,16 +1,15 @@
 #include "agent/supervisor.h"
 
-#include <csignal>
-
 #include <spdlog/spdlog.h>
+
+#include <csignal>
 
 namespace ddp::agent {
 
 Supervisor::Supervisor(boost::asio::io_context& io, ProcessLauncher& launcher,
-                       SupervisorOptions options, MakeSpec make_spec,
-                       BeforeAttempt before_attempt, Done done)
-    : io_(io),
-      launcher_(launcher),
+                       SupervisorOptions options, MakeSpec make_spec, BeforeAttempt before_attempt,
+                       Done done)
+    : launcher_(launcher),
       options_(options),
       make_spec_(std::move(make_spec)),
       before_attempt_(std::move(before_attempt)),

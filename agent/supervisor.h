@@ -16,12 +16,11 @@
 
 #include <sys/types.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "agent/process_launcher.h"
 #include "common/status.h"
@@ -88,7 +87,6 @@ class Supervisor {
   void finish(Outcome outcome);
   int live_count() const;
 
-  boost::asio::io_context& io_;
   ProcessLauncher& launcher_;
   SupervisorOptions options_;
   MakeSpec make_spec_;

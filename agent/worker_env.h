@@ -25,7 +25,10 @@ struct GroupContext {
   int max_restarts = 0;
   std::string run_id;
   bool use_agent_store = true;
-  std::vector<int> gpu_ids;  // empty: CUDA_VISIBLE_DEVICES is left as inherited
+  // CUDA_VISIBLE_DEVICES: the whole selection in order (cuda:LOCAL_RANK is the chosen GPU);
+  // with virtual_local_rank each worker sees only its own id and gets LOCAL_RANK=0, as
+  // torchrun's --virtual-local-rank. Empty: CUDA_VISIBLE_DEVICES is left as inherited.
+  std::vector<int> gpu_ids;
   bool virtual_local_rank = false;
 };
 

@@ -33,6 +33,11 @@ Status resolve_workers(const RawOptions& raw, const LaunchEnvironment& environme
 // Node counts, rendezvous backend/endpoint/id/conf, node rank, master address and port.
 Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& environment,
                           Invocation& out);
+// --launcher, --hosts/--hostfile, ssh options, and the Slurm/PBS environment: fills
+// out.launch and applies what a batch system says where no flag was given
+// (launcher/cluster_options.cc). Runs after resolve_workers and resolve_rendezvous.
+Status resolve_cluster(const RawOptions& raw, const LaunchEnvironment& environment,
+                       Invocation& out);
 // Restarts, role, logs, streams, console filter, signals, timeouts, accepted-only options.
 Status resolve_control(const RawOptions& raw, Invocation& out);
 

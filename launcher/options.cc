@@ -25,6 +25,7 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
   if (Status s = steps::resolve_program(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_workers(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_rendezvous(*raw, environment, out); !s) return s;
+  if (Status s = steps::resolve_cluster(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_control(*raw, out); !s) return s;
   return out;
 }

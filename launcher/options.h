@@ -15,6 +15,7 @@
 // kInvalidArgument Status with a one-line message naming the problem and the fix.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "agent/config.h"
 #include "common/status.h"
 #include "launcher/gpu_inventory.h"
+#include "launcher/launch_plan.h"
 
 namespace ddp::launcher {
 
@@ -32,6 +34,12 @@ struct LaunchEnvironment {
   const GpuInventory* gpus = nullptr;      // must be set; asked only when needed; not owned
   int cpu_count = 1;                       // for --nproc-per-node cpu|auto
   std::string standalone_run_id;           // the random run id --standalone uses
+  // Cluster integration (launcher/cluster_options.cc): this machine's hostname (matched
+  // against node lists), the working directory remote agents start in, and the seam that
+  // reads the few files options name ($PBS_NODEFILE, --hostfile): called only for those.
+  std::string hostname;
+  std::string cwd;
+  std::function<Result<std::string>(const std::string& path)> read_file;
 };
 
 struct Invocation {
@@ -46,6 +54,8 @@ struct Invocation {
   std::optional<std::string> script;
   // One-line notices for the log (options accepted but without effect, ignored values).
   std::vector<std::string> notices;
+  // How the job's nodes are reached (--launcher, --hosts, Slurm/PBS environment).
+  LaunchPlan launch;
 };
 
 // args: the command line without argv[0].

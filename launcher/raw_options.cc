@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 30> kOptions{{
+constexpr std::array<OptionSpec, 38> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -52,6 +52,17 @@ constexpr std::array<OptionSpec, 30> kOptions{{
     {"numa_binding", "", false, "", "Not supported by ddprun"},
     {"logs_specs", "", false, "", "Not supported by ddprun"},
     {"event_log_handler", "", false, "null", "Accepted: null only"},
+    {"launcher", "", false, "auto",
+     "How nodes are reached: auto, local, ssh, slurm or pbs (auto: --hosts/--hostfile "
+     "means ssh, else a Slurm or PBS job's environment, else local)"},
+    {"hosts", "", false, "", "ssh launch on these hosts: h1,h2:4 (HOST[:SLOTS])"},
+    {"hostfile", "", false, "", "ssh launch on the hosts of FILE (`HOST slots=N` lines)"},
+    {"ssh_command", "", false, "ssh", "ssh program and leading arguments"},
+    {"ssh_port", "", false, "", "ssh port on every host"},
+    {"ssh_identity", "", false, "", "ssh identity (private key) file"},
+    {"ssh_user", "", false, "", "User to log in as on every host"},
+    {"forward_env", "", false, "NCCL_*,GLOO_*,TORCH_*,PYTHONPATH,OMP_NUM_THREADS,DDPRUN_PYTHON,"
+     "DDPRUN_LOG_LEVEL", "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
 }};
 
 std::string dashed(std::string text) {

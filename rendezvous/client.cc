@@ -2,6 +2,7 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -92,7 +93,8 @@ Status Client::send(const Request& request, Clock::time_point deadline) {
 
 Status Client::fill(std::size_t n, Clock::time_point deadline) {
   if (Status s = usable(); !s) return s;
-  char chunk[4096];
+  // One read can take the rest of a large value (up to 1 MiB at a time).
+  std::vector<char> chunk(std::clamp<std::size_t>(n - std::min(n, in_.size()), 4096, 1 << 20));
   while (in_.size() < n) {
     bool done = false;
     boost::system::error_code ec;
@@ -104,7 +106,7 @@ Status Client::fill(std::size_t n, Clock::time_point deadline) {
                               done = true;
                             });
     Status s = run_until(done, deadline, "reply");
-    in_.append(chunk, got);
+    in_.append(chunk.data(), got);
     if (!s) return s;  // the caller decides whether a timeout breaks the connection
     if (ec) return broken(peer_gone("store connection lost: " + ec.message()));
   }

@@ -62,7 +62,14 @@ void Session::arm() {
 void Session::on_readable(boost::system::error_code ec) {
   // Drain what the kernel holds right now into the shared scratch buffer; nothing else
   // runs between this read and consume(), so sharing the buffer is safe.
-  while (!ec && !closed_) {
+  // At most a few buffers per wake-up, so one flooding client cannot starve the others:
+  // the socket stays readable and the next wait completes at once, after other handlers.
+  constexpr int kMaxReadsPerWakeup = 8;
+  for (int reads = 0; !ec && !closed_; ++reads) {
+    if (reads == kMaxReadsPerWakeup) {
+      arm();
+      return;
+    }
     auto& scratch = ctx_->scratch;
     const std::size_t n = socket_.read_some(asio::buffer(scratch), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
@@ -138,12 +145,13 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
 }
 
 void Session::flush() {
-  if (closed_ || !writing_.empty() || out_.empty()) return;
+  if (closed_) return;
   if (out_.size() > ctx_->limits.max_pending_reply_bytes) {
     close("client does not read its replies (" + std::to_string(out_.size()) + " bytes pending)",
           true);
     return;
   }
+  if (!writing_.empty() || out_.empty()) return;  // the running write's handler calls again
   writing_.swap(out_);
   asio::async_write(socket_, asio::buffer(writing_),
                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) {

@@ -8,12 +8,14 @@
 //   "ops clients=N ops=X seconds=T ops_per_s=R".
 // barrier: N threads each construct a client, ADD 1 to a counter; the one that reads N SETs a
 // key, all WAIT on it. Prints
-//   "barrier clients=N procs=K connect_s=C barrier_s=B total_s=T rss_kb=R hwm_kb=H"
+//   "barrier clients=N procs=K connect_s=C barrier_s=B total_s=T rss_kb=R hwm_kb=H
+//    server_cpu_connect_s=X server_cpu_barrier_s=Y"
 // where barrier_s runs from releasing the N connected clients to the last WAIT returning,
 // total_s from the first connect to the last WAIT returning, and rss/hwm are the server's
 // VmRSS/VmHWM (from /proc/PID/status) read while all N clients (2N connections) are still open.
 // The clients are spread over child processes (RLIMIT_NOFILE is per process; each 1.13 client
-// holds two sockets); the parent times them through pipes.
+// holds two sockets); the parent times them through pipes. server_cpu_* is the server's user
+// plus system CPU time in each phase (who is the bottleneck: the server or the clients).
 // Exits 1 with a message on any client error.
 #include <pthread.h>
 #include <sys/wait.h>
@@ -28,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -101,6 +104,23 @@ long status_kb(long pid, const std::string& name) {
     if (line.rfind(name + ":", 0) == 0) return std::atol(line.c_str() + name.size() + 1);
   }
   return 0;
+}
+
+// User plus system CPU seconds used so far by process `pid` (/proc/PID/stat), 0 if unreadable.
+double cpu_seconds(long pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(f, stat);
+  const auto close = stat.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 // Runs body(i) on n threads and joins them; the first exception message is kept in *error.
@@ -261,6 +281,7 @@ int run_barrier(const Options& o) {
     std::perror("store_load: pipe");
     return 1;
   }
+  const double cpu_first = o.server_pid > 0 ? cpu_seconds(o.server_pid) : 0;
   const auto first = Clock::now();
   std::vector<pid_t> children;
   for (int k = 0; k < procs; ++k) {
@@ -282,11 +303,14 @@ int run_barrier(const Options& o) {
   ::close(up[1]);
   bool ok = read_bytes(up[0], kConnected, procs);
   const auto ready = Clock::now();
+  const double cpu_ready = o.server_pid > 0 ? cpu_seconds(o.server_pid) : 0;
   if (ok) write_bytes(down[1], kGo, procs);
   ok = ok && read_bytes(up[0], kReturned, procs);
   const auto last = Clock::now();
   long rss_kb = 0, hwm_kb = 0;
+  double cpu_last = 0;
   if (o.server_pid > 0) {
+    cpu_last = cpu_seconds(o.server_pid);
     rss_kb = status_kb(o.server_pid, "VmRSS");
     hwm_kb = status_kb(o.server_pid, "VmHWM");
   }
@@ -303,9 +327,10 @@ int run_barrier(const Options& o) {
     return 1;
   }
   std::printf("barrier clients=%d procs=%d connect_s=%.3f barrier_s=%.3f total_s=%.3f "
-              "rss_kb=%ld hwm_kb=%ld\n",
+              "rss_kb=%ld hwm_kb=%ld server_cpu_connect_s=%.2f server_cpu_barrier_s=%.2f\n",
               o.clients, procs, seconds_between(first, ready), seconds_between(ready, last),
-              seconds_between(first, last), rss_kb, hwm_kb);
+              seconds_between(first, last), rss_kb, hwm_kb, cpu_ready - cpu_first,
+              cpu_last - cpu_ready);
   return 0;
 }
 

@@ -1,13 +1,13 @@
 #include "agent/error_report.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
-
-#include <unistd.h>
 
 namespace ddp::agent {
 namespace {
@@ -49,8 +49,7 @@ TEST_CASE("parses the flat error file form", "[error_report]") {
 TEST_CASE("rejects malformed error files with a reason", "[error_report]") {
   CHECK(parse_error_file("{not json").status().message().find("not valid JSON") !=
         std::string::npos);
-  CHECK(parse_error_file(R"({"msg": 1})").status().message().find("message") !=
-        std::string::npos);
+  CHECK(parse_error_file(R"({"msg": 1})").status().message().find("message") != std::string::npos);
   CHECK_FALSE(parse_error_file(R"({"message": 5})"));
 }
 

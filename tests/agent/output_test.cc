@@ -50,7 +50,8 @@ std::string drain(int fd) {
 }
 
 TEST_CASE("router prefixes whole console lines and writes raw files", "[output]") {
-  auto dir = std::filesystem::temp_directory_path() / ("ddp_output_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ddp_output_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   int out[2], err[2];
   REQUIRE(::pipe(out) == 0);

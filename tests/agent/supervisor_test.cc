@@ -59,7 +59,7 @@ TEST_CASE("a failure stops the others, then restarts with the next attempt", "[s
   h.supervisor.start();
   h.supervisor.on_exit(1, ExitStatus::exited(3));
   CHECK(h.supervisor.phase() == Supervisor::Phase::kStopping);
-  CHECK(h.logged("signal 0 15"));      // SIGTERM to the survivor's group
+  CHECK(h.logged("signal 0 15"));        // SIGTERM to the survivor's group
   CHECK_FALSE(h.logged("signal 1 15"));  // not to the one that already exited
   CHECK_FALSE(h.outcome);
   h.supervisor.on_exit(0, ExitStatus::killed(SIGTERM));
@@ -129,7 +129,7 @@ TEST_CASE("a signal is forwarded, ends the run without restart, and maps to 128+
   CHECK(h.attempts.size() == 1);
 }
 
-TEST_CASE("a signal during a failure stop cancels the restart; kill_now SIGKILLs",
+TEST_CASE("a signal during a failure stop cancels the restart and kill_now SIGKILLs",
           "[supervisor]") {
   Harness h(2, 5);
   h.supervisor.start();

@@ -5,7 +5,7 @@
 set -euo pipefail
 fuzzer=$1 corpus=$2 seconds=$3
 if [[ ! -x "$fuzzer" ]]; then
-  echo "SKIP: $fuzzer not built (clang++ with libFuzzer not found; apt-get install clang libclang-rt-14-dev)"
+  echo "SKIP: $fuzzer not built: it needs clang++ with libFuzzer (apt-get install clang libclang-rt-14-dev) and the protocol_fuzz target"
   exit 77
 fi
 mkdir -p "$corpus"

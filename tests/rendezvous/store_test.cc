@@ -113,7 +113,7 @@ TEST_CASE("watches see create, update and delete with old and new values", "[sto
   FakeSubscriber w;
   s.watch(w, "k");
   s.set("k", "1");
-  s.add("k", 2);
+  REQUIRE(s.add("k", 2).is_ok());
   s.compare_set("k", "3", "x");
   s.compare_set("k", "nope", "y");  // no change, no push
   s.append("k", "z");

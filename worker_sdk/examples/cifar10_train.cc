@@ -153,6 +153,7 @@ int run(const Flags& flags) {
   Dataset data = flags.data.empty() ? synthetic(flags.synthetic_samples, flags.seed)
                                     : load_cifar10(flags.data);
   Net net(flags.width);
+  net->to(ctx.device());  // cuda:LOCAL_RANK under NCCL, else the CPU
   torch::optim::SGD optimizer(net->parameters(),
                               torch::optim::SGDOptions(flags.lr).momentum(0.9).weight_decay(5e-4));
 
@@ -197,8 +198,8 @@ int run(const Flags& flags) {
     const std::int64_t first = epoch == state.epoch ? state.step_in_epoch : 0;
     for (std::int64_t b = first; b < batches; ++b) {
       auto idx = order.narrow(0, b * flags.batch_size, flags.batch_size);
-      auto x = data.images.index_select(0, idx);
-      auto y = data.labels.index_select(0, idx);
+      auto x = data.images.index_select(0, idx).to(ctx.device());
+      auto y = data.labels.index_select(0, idx).to(ctx.device());
       optimizer.zero_grad();
       auto logits = model.forward(x);
       auto loss = torch::nn::functional::cross_entropy(logits, y);

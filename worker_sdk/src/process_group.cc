@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/cuda.h>
 #ifdef DDP_WITH_NCCL
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -122,6 +123,8 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
   try {
     if (backend == Backend::kNccl) {
 #ifdef DDP_WITH_NCCL
+      // One GPU per local rank, as with torchrun: cuda:LOCAL_RANK becomes the current device.
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(env->local_rank));
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = options.timeout;
       group = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env->rank,

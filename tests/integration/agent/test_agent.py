@@ -168,6 +168,17 @@ class RestartTest(AgentTestBase):
                 self.assertEqual(env["TORCHELASTIC_RESTART_COUNT"], str(attempt))
         self.assertFalse(os.path.exists(os.path.join(self.out, "a2_r0.json")))
 
+    def test_immediate_failure_never_signals_the_agent(self):
+        # Rank 0 fails at once, so its siblings get SIGTERM while they may still be between
+        # fork and exec; the agent must neither see that signal nor lose the restart.
+        script = ('if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
+                  '[ "$LOCAL_RANK" = 0 ] && exit 1; exec sleep 30; fi; exit 0')
+        for _ in range(10):
+            r = subprocess.run([DDPRUN, "--nproc-per-node", "8", "--max-restarts", "1",
+                                "--no-python", "/bin/sh", "-c", script], env=self.env(),
+                               capture_output=True, timeout=20)  # a lost SIGTERM waits 30 s
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+
     def test_no_restarts_left_fails_with_worker_code(self):
         r = self.run_ddprun(2, "fail_once", 1, extra=["--max-restarts", "0"])
         self.assertEqual(r.returncode, 1, r.stderr.decode())
@@ -201,7 +212,34 @@ class SignalTest(AgentTestBase):
         p.communicate(timeout=DEADLINE_S)
         self.assertEqual(p.returncode, 143)
         for rank in (0, 1):
-            self.assertTrue(os.path.exists(os.path.join(self.out, "term_r%d" % rank)))
+            self.assertTrue(os.path.exists(os.path.join(self.out, "sig15_r%d" % rank)))
+
+    def test_configured_signals_are_forwarded(self):
+        for sig, extra in ((signal.SIGHUP, []),
+                           (signal.SIGUSR1, ["--signals-to-handle", "SIGTERM,SIGUSR1"])):
+            for name in os.listdir(self.out):
+                os.remove(os.path.join(self.out, name))
+            p = self.start_ddprun(2, "wait", extra=extra)
+            self.wait_records(0, [0, 1])
+            p.send_signal(sig)
+            p.communicate(timeout=DEADLINE_S)
+            self.assertEqual(p.returncode, 128 + sig)
+            for rank in (0, 1):
+                self.assertTrue(os.path.exists(os.path.join(self.out, "sig%d_r%d" % (sig, rank))))
+
+    def test_second_sigint_kills_at_once(self):
+        p = self.start_ddprun(2, "ignore_int", extra=["--shutdown-timeout", "60"])
+        workers = [rec["pid"] for rec in self.wait_records(0, [0, 1])]
+        start = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        with self.assertRaises(subprocess.TimeoutExpired):
+            p.wait(timeout=0.5)  # the workers ignore SIGINT: the first one does not end it
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=DEADLINE_S)
+        self.assertEqual(p.returncode, 130)
+        self.assertLess(time.monotonic() - start, 30)  # far below the 60 s grace
+        for pid in workers:
+            self.assertFalse(alive(pid))
 
     def test_sigterm_kills_grandchildren_even_escaped_ones(self):
         p = self.start_ddprun(2, "grandchild", extra=["--shutdown-timeout", "5"])

@@ -9,7 +9,9 @@ then behaves as MODE says:
   exit RANK CODE     RANK exits CODE once every worker started; the others wait
   teardown           rank 0 exits 1 once the others are ready; rank 1 waits (dies on
                      SIGTERM); rank 2 ignores SIGTERM and waits (needs SIGKILL)
-  wait               wait forever; on SIGTERM write OUTDIR/term_r<rank> and exit 0
+  wait               wait forever; on SIGTERM, SIGHUP or SIGUSR1 write
+                     OUTDIR/sig<signum>_r<rank> and exit 0
+  ignore_int         ignore SIGINT and wait forever
   grandchild         start a grandchild `sleep 1000` in our group and one in a new session,
                      write their pids, then wait forever
   errorfile RANK CODE  RANK writes TORCHELASTIC_ERROR_FILE itself (as a C worker would)
@@ -70,10 +72,13 @@ def main():
             open(os.path.join(outdir, "ignored_term_r2"), "w").close()
         signal.signal(signal.SIGTERM, ignore)
     if mode == "wait":
-        def on_term(signum, frame):
-            open(os.path.join(outdir, "term_r%d" % rank()), "w").close()
+        def on_signal(signum, frame):
+            open(os.path.join(outdir, "sig%d_r%d" % (signum, rank())), "w").close()
             os._exit(0)
-        signal.signal(signal.SIGTERM, on_term)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+            signal.signal(sig, on_signal)
+    if mode == "ignore_int":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     me = {"pid": os.getpid(), "pgid": os.getpgid(0), "env": dict(os.environ)}
     write_json(os.path.join(outdir, "a%d_r%d.json" % (attempt(), rank())), me)
     if mode == "ok":
@@ -104,7 +109,7 @@ def main():
             all_started(outdir)
             return 1
         wait_forever()
-    if mode == "wait":
+    if mode in ("wait", "ignore_int"):
         wait_forever()
     if mode == "grandchild":
         same = subprocess.Popen(["sleep", "1000"])

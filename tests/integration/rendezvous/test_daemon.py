@@ -58,6 +58,21 @@ class Lifecycle(unittest.TestCase):
         finally:
             self.assertEqual(d.stop(), 0)
 
+    def test_client_that_never_reads_is_closed(self):
+        d = Daemon(DAEMON)
+        try:
+            with connect(d.port) as watcher, connect(d.port) as writer:
+                watcher.sendall(b"\x07" + s("big"))  # 1.13 WATCH_KEY, replies never read
+                value = b"v" * (8 << 20)
+                for i in range(8):  # each push carries old + new: > 64 MiB queued in all
+                    writer.sendall(b"\x00" + s("big") + s(value[:-1] + bytes([i])))
+                writer.sendall(b"\x06")
+                recv_exact(writer, 8)  # the writer is served throughout
+                self.assertTrue(closed_by_peer(watcher, timeout=10))
+            self.assertIn("does not read its replies", d.stderr_text())
+        finally:
+            self.assertEqual(d.stop(), 0)
+
     def test_bad_log_level_is_rejected(self):
         r = subprocess.run([DAEMON, "--port", "0", "--log-level", "loud"], capture_output=True,
                            text=True, timeout=10)

@@ -13,10 +13,10 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix --compon
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G Ninja -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${CMAKE_COMMAND} -E env --unset=RANK ${WORK_DIR}/build/consumer)
+run(${CMAKE_COMMAND} -E env --unset=WORLD_SIZE ${WORK_DIR}/build/consumer)
 set(consumer_output "${last_output}")
-run(${PYTHON} -c "from torch.utils.data import DistributedSampler as S; print(' '.join(map(str, S(range(10), num_replicas=2, rank=1, seed=3))) + ' ')")
-if(NOT consumer_output MATCHES "RANK is not set" OR NOT consumer_output MATCHES "${last_output}")
+run(${PYTHON} -c "from torch.utils.data import DistributedSampler as S\nprint(' '.join(map(str, S(range(10), num_replicas=2, rank=1, seed=3))) + ' ')")
+if(NOT consumer_output MATCHES "WORLD_SIZE is not set" OR NOT consumer_output MATCHES "${last_output}")
   message(FATAL_ERROR "consumer printed:\n${consumer_output}\nexpected the sampler line:\n${last_output}")
 endif()
 file(REMOVE_RECURSE ${WORK_DIR})

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Store benchmark: PyTorch's own TCPStore server (LibTorch 1.13, isServer=true) against
+# ddp-rendezvous, in one run, both driven by the same LibTorch 1.13 c10d::TCPStore client load
+# (store_load). Prints a markdown table with ratios (ddp-rendezvous / PyTorch).
+#
+#   bench/store/run.sh [BUILD_DIR]          (default: <repo>/build; configured if missing)
+#   OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" REPEATS=3 RUN_TIMEOUT=300 \
+#     bench/store/run.sh
+#
+# Every measurement gets a fresh server on port 0; PyTorch and ddp-rendezvous runs alternate and
+# each cell is the median of REPEATS runs. Barrier sizes above what the file-descriptor
+# limit allows are capped to the largest that fits, and the reason is printed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${1:-$ROOT/build}
+OPS_SECONDS=${OPS_SECONDS:-3}
+OPS_CLIENTS=${OPS_CLIENTS:-"1 8 64"}
+BARRIER_SIZES=${BARRIER_SIZES:-"1000 2000 4000 5000 10000"}
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+REPEATS=${REPEATS:-3}    # each cell is the median of this many runs (the machine is shared)
+HOST=127.0.0.1
+
+# --- build --------------------------------------------------------------------------------
+if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$BUILD" --parallel 2 --target ddp-rendezvous torch_store_server store_load \
+  >/dev/null || { echo "run.sh: build failed; run: cmake --build $BUILD --target" \
+                       "ddp-rendezvous torch_store_server store_load" >&2; exit 1; }
+BIN=$BUILD/bin
+for b in ddp-rendezvous torch_store_server store_load; do
+  [[ -x $BIN/$b ]] || { echo "run.sh: $BIN/$b missing (is libtorch-dev installed?)" >&2; exit 1; }
+done
+
+# --- limits -------------------------------------------------------------------------------
+# A 1.13 client holds two server connections (main + watch callback), so a server with N
+# clients needs 2N descriptors, and so does the load generator (it splits the clients over
+# child processes). Try to raise the hard limit (needs CAP_SYS_RESOURCE), then use all of it.
+ulimit -Hn 65536 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)"
+NOFILE=$(ulimit -n)
+SERVER_RESERVED_FDS=20   # stdio, listener, epoll/eventfd, c10d's own client and pipes
+MAX_CLIENTS=$(( (NOFILE - SERVER_RESERVED_FDS) / 2 / 10 * 10 ))
+# Leave 1.13's default 8 MiB stacks to the servers; store_load sets 256 KiB for its threads.
+LIMIT_NOTE=""
+
+# --- servers ------------------------------------------------------------------------------
+WORK=$(mktemp -d)
+SERVER_PID=""
+cleanup() {
+  if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start_server torch|ddp: sets SERVER_PID and SERVER_PORT once "listening on HOST:PORT" shows.
+start_server() {
+  local fifo=$WORK/ready line
+  rm -f "$fifo"; mkfifo "$fifo"
+  case $1 in
+    torch) "$BIN/torch_store_server" "$HOST" >"$fifo" 2>>"$WORK/torch.log" & ;;
+    ddp) "$BIN/ddp-rendezvous" --host "$HOST" --port 0 --log-level warn \
+           >"$fifo" 2>>"$WORK/ddp.log" & ;;
+  esac
+  SERVER_PID=$!
+  exec {ready_fd}<"$fifo"
+  if ! read -r -t 30 -u "$ready_fd" line; then
+    echo "run.sh: $1 server not ready within 30 s" >&2; exit 1
+  fi
+  exec {ready_fd}<&-   # both servers print nothing else on stdout
+  SERVER_PORT=${line##*:}
+}
+
+stop_server() {
+  kill -TERM "$SERVER_PID"
+  local rc=0; wait "$SERVER_PID" || rc=$?
+  [[ $rc -eq 0 ]] || echo "run.sh: server exited $rc on SIGTERM" >&2
+  SERVER_PID=""
+}
+
+# field NAME LINE: value of NAME=value in a store_load result line.
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
+
+# measure torch|ddp MODE ARGS...: one store_load run on a fresh server; prints its result line
+# or "failed: <reason>".
+measure() {
+  local kind=$1; shift
+  start_server "$kind"
+  local out rc=0
+  out=$(timeout "$RUN_TIMEOUT" "$BIN/store_load" "$@" --host "$HOST" --port "$SERVER_PORT" \
+          --server-pid "$SERVER_PID" 2>"$WORK/load.err") || rc=$?
+  stop_server
+  if [[ $rc -eq 124 ]]; then echo "failed: over ${RUN_TIMEOUT}s"
+  elif [[ $rc -ne 0 ]]; then
+    echo "failed: $(grep -m1 -v '^\(frame\|Exception\|$\)' "$WORK/load.err" | cut -c1-80)"
+  else echo "$out"; fi
+}
+
+# median KEY LINES...: the line whose KEY value is the median of the successful lines, else
+# the first failure message.
+median() {
+  local key=$1; shift
+  local ok=() line
+  for line in "$@"; do [[ $line == failed* ]] || ok+=("$line"); done
+  if (( ${#ok[@]} == 0 )); then echo "$1"; return; fi
+  printf '%s\n' "${ok[@]}" | awk -v k="$key" '{ for (i = 1; i <= NF; ++i) if ($i ~ "^" k "=") {
+      split($i, kv, "="); print kv[2] "\t" $0 } }' | sort -g | cut -f2- \
+    | sed -n "$(( (${#ok[@]} + 1) / 2 ))p"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-";
+                                           else printf "%.2f", a / b }'; }
+
+echo "Store benchmark on $(nproc) cores, $(uname -r), RLIMIT_NOFILE $NOFILE," \
+     "load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+declare -A R
+declare -A RUNS
+for n in $OPS_CLIENTS; do
+  for (( r = 1; r <= REPEATS; ++r )); do
+    for kind in torch ddp; do
+      echo "  ops, $n clients, $kind, run $r ..." >&2
+      RUNS[$kind.ops.$n.$r]=$(measure "$kind" ops --clients "$n" --seconds "$OPS_SECONDS")
+      echo "    ${RUNS[$kind.ops.$n.$r]}" >&2
+    done
+  done
+  for kind in torch ddp; do
+    lines=(); for (( r = 1; r <= REPEATS; ++r )); do lines+=("${RUNS[$kind.ops.$n.$r]}"); done
+    R[$kind.ops.$n]=$(median ops_per_s "${lines[@]}")
+  done
+done
+SIZES=""
+for n in $BARRIER_SIZES; do
+  if (( n > MAX_CLIENTS )); then
+    LIMIT_NOTE="Barrier of $n clients capped to $MAX_CLIENTS: RLIMIT_NOFILE is $NOFILE and the \
+hard limit cannot be raised here (no CAP_SYS_RESOURCE), while a 1.13 client holds 2 server \
+connections, so one server process can hold at most ($NOFILE - $SERVER_RESERVED_FDS)/2 clients."
+    n=$MAX_CLIENTS
+  fi
+  SIZES="$SIZES $n"
+  for (( r = 1; r <= REPEATS; ++r )); do
+    for kind in torch ddp; do
+      echo "  barrier, $n clients, $kind, run $r ..." >&2
+      RUNS[$kind.barrier.$n.$r]=$(measure "$kind" barrier --clients "$n")
+      echo "    ${RUNS[$kind.barrier.$n.$r]}" >&2
+    done
+  done
+  for kind in torch ddp; do
+    lines=(); for (( r = 1; r <= REPEATS; ++r )); do lines+=("${RUNS[$kind.barrier.$n.$r]}"); done
+    R[$kind.barrier.$n]=$(median total_s "${lines[@]}")
+  done
+done
+
+# --- table --------------------------------------------------------------------------------
+echo
+echo "Median of $REPEATS runs each; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| load | PyTorch 1.13 server | ddp-rendezvous | ratio ddp/PyTorch |"
+echo "|---|---|---|---|"
+for n in $OPS_CLIENTS; do
+  t=$(field ops_per_s "${R[torch.ops.$n]}"); d=$(field ops_per_s "${R[ddp.ops.$n]}")
+  echo "| set/get/add ops/s, $n clients | ${t:-${R[torch.ops.$n]}} | ${d:-${R[ddp.ops.$n]}} | $(ratio "$d" "$t") |"
+done
+echo
+echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | ddp RSS MB (VmHWM) | ddp server CPU s |"
+echo "|---|---|---|---|---|---|---|---|"
+for n in $SIZES; do
+  tl=${R[torch.barrier.$n]}; dl=${R[ddp.barrier.$n]}
+  t=$(field total_s "$tl"); d=$(field total_s "$dl")
+  if [[ -n $t ]]; then tcell="$t ($(field connect_s "$tl") + $(field barrier_s "$tl"))"; else tcell=$tl; fi
+  if [[ -n $d ]]; then dcell="$d ($(field connect_s "$dl") + $(field barrier_s "$dl"))"; else dcell=$dl; fi
+  per=$(awk -v d="$d" -v n="$n" 'BEGIN { if (d == "") print "-"; else printf "%.0f", d / n * 1e6 }')
+  rss=$(awk -v r="$(field rss_kb "$dl")" -v h="$(field hwm_kb "$dl")" \
+          'BEGIN { if (r == "") print "-"; else printf "%.1f (%.1f)", r / 1024, h / 1024 }')
+  cpu=$(awk -v a="$(field server_cpu_connect_s "$dl")" -v b="$(field server_cpu_barrier_s "$dl")" \
+          'BEGIN { if (a == "") print "-"; else printf "%.2f", a + b }')
+  echo "| $n ($((2 * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $(ratio "$t" "$d")x | $per | $rss | $cpu |"
+done
+[[ -z $LIMIT_NOTE ]] || { echo; echo "$LIMIT_NOTE"; }
+echo
+echo "PyTorch server RSS (VmRSS MB) at the largest barrier: $(awk -v r="$(field rss_kb "${R[torch.barrier.${SIZES##* }]}")" 'BEGIN { if (r == "") print "-"; else printf "%.1f", r / 1024 }')"

@@ -1,0 +1,42 @@
+// LaunchPlan: how ddprun reaches the job's nodes, decided by --launcher, --hosts/--hostfile,
+// the ssh options and the batch system's environment (launcher/cluster_options.cc). The agent
+// never sees it; it is the launcher's part of an Invocation. Plain data.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/cluster/cluster_context.h"
+#include "launcher/cluster/host_spec.h"
+#include "launcher/cluster/ssh_command.h"
+
+namespace ddp::launcher {
+
+struct LaunchPlan {
+  // kLocal: this node only. kSsh: --hosts/--hostfile. kSlurm/kPbs: inside an allocation,
+  // the scheduler's environment describes the job.
+  enum class Kind { kLocal, kSsh, kSlurm, kPbs };
+  Kind kind = Kind::kLocal;
+  std::vector<cluster::HostSlots> hosts;           // kSsh: the hosts, in node-rank order
+  cluster::SshSettings ssh;                        // kSsh: how to reach them
+  std::vector<std::string> forward_env;            // kSsh: --forward-env patterns
+  std::optional<cluster::ClusterContext> context;  // kSlurm/kPbs: what the scheduler said
+};
+
+inline std::string_view launch_kind_name(LaunchPlan::Kind kind) {
+  switch (kind) {
+    case LaunchPlan::Kind::kLocal:
+      return "local";
+    case LaunchPlan::Kind::kSsh:
+      return "ssh";
+    case LaunchPlan::Kind::kSlurm:
+      return "slurm";
+    case LaunchPlan::Kind::kPbs:
+      return "pbs";
+  }
+  return "local";
+}
+
+}  // namespace ddp::launcher

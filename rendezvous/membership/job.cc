@@ -1,0 +1,185 @@
+// Job: joining, round completion, heartbeats and deadlines. Stops and the end of the job
+// are in job_stop.cc.
+#include <algorithm>
+
+#include "rendezvous/membership/job.h"
+#include "rendezvous/membership/ranks.h"
+
+namespace ddp::membership {
+
+Job::Job(std::string run_id, Config config, TimePoint now)
+    : run_id_(std::move(run_id)),
+      config_(config),
+      now_(now),
+      join_deadline_(now + config.join_timeout) {}
+
+void Job::advance(TimePoint now) { now_ = std::max(now_, now); }
+
+void Job::touch(NodeId id, Member& m) {
+  const TimePoint expires = now_ + config_.heartbeat_budget();
+  if (m.expires == expires) return;
+  m.expires = expires;
+  expiries_.emplace_back(expires, id);
+}
+
+void Job::trim_heartbeats() {
+  while (!expiries_.empty()) {
+    auto it = members_.find(expiries_.front().second);
+    if (it != members_.end() && it->second.expires == expiries_.front().first) break;
+    expiries_.pop_front();
+  }
+}
+
+void Job::join(NodeId id, NodeInfo info, TimePoint now, Events& out) {
+  advance(now);
+  if (state_ == State::kFinished) {
+    out.push_back({id, ErrorEvent{ErrorCode::kInvalidArgument,
+                                  "job '" + run_id_ + "' finished (" + finish_reason_ +
+                                      "); start a new job with a different --rdzv-id"}});
+    return;
+  }
+  if (members_.count(id) != 0) {
+    out.push_back({id, ErrorEvent{ErrorCode::kInvalidArgument,
+                                  "this connection already joined job '" + run_id_ +
+                                      "'; send JOIN once per connection"}});
+    return;
+  }
+  Member& m = members_[id];
+  m.info = std::move(info);
+  m.join_seq = next_join_seq_++;
+  touch(id, m);
+  if (state_ == State::kPending) {
+    m.role = Role::kPending;
+    ++pending_count_;
+    out.push_back({id, Joined{round_, false}});
+    after_pending_change(out);
+  } else {
+    m.role = Role::kWaiting;
+    ++waiting_count_;
+    out.push_back({id, Joined{round_ + 1, true}});
+    if (state_ == State::kRunning && participant_count_ < config_.max_nodes) {
+      begin_stop(StopReason::kNodeJoined, /*counts=*/false,
+                 "node " + m.info.node_key + " joined; restarting to admit it", out);
+    }
+  }
+  trim_heartbeats();
+}
+
+void Job::heartbeat(NodeId id, TimePoint now) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  touch(id, it->second);
+  trim_heartbeats();
+}
+
+void Job::after_pending_change(Events& out) {
+  if (pending_count_ >= config_.max_nodes) {
+    complete_round(out);
+  } else if (pending_count_ >= config_.min_nodes) {
+    if (!last_call_) last_call_ = now_ + config_.last_call_timeout;
+  } else {
+    last_call_.reset();
+  }
+}
+
+void Job::complete_round(Events& out) {
+  std::vector<RankCandidate> candidates;
+  candidates.reserve(pending_count_);
+  for (auto& [id, m] : members_) {
+    if (m.role == Role::kPending) {
+      candidates.push_back({id, m.prev_group_rank, m.join_seq, m.info.local_world_size});
+    }
+  }
+  RankPlan plan = plan_ranks(std::move(candidates), config_.max_nodes);
+  for (NodeId id : plan.left_out) {
+    Member& m = members_.at(id);
+    m.role = Role::kWaiting;
+    m.prev_group_rank.reset();
+  }
+  state_ = State::kRunning;
+  last_call_.reset();
+  failures_.clear();
+  pending_count_ = 0;
+  waiting_count_ += plan.left_out.size();
+  participant_count_ = plan.admitted.size();
+  succeeded_count_ = 0;
+  stopped_count_ = 0;
+  const NodeInfo& host = members_.at(plan.admitted.front()).info;
+  const std::string store_addr = host.addr;
+  const std::uint16_t store_port = host.store_port;
+  const auto group_world_size = static_cast<std::uint32_t>(plan.admitted.size());
+  roster_ = plan.admitted;
+  for (std::uint32_t rank = 0; rank < group_world_size; ++rank) {
+    const NodeId id = plan.admitted[rank];
+    Member& m = members_.at(id);
+    m.role = Role::kParticipant;
+    m.group_rank = rank;
+    m.prev_group_rank.reset();
+    m.succeeded = false;
+    m.stopped = false;
+    out.push_back({id, RoundComplete{round_, restart_count_, rank, group_world_size,
+                                     m.info.local_world_size, plan.rank_offset[rank],
+                                     plan.world_size, store_addr, store_port}});
+  }
+}
+
+std::optional<TimePoint> Job::next_deadline() const {
+  if (state_ == State::kFinished) return std::nullopt;
+  std::optional<TimePoint> next;
+  auto consider = [&next](TimePoint t) {
+    if (!next || t < *next) next = t;
+  };
+  if (!expiries_.empty()) consider(expiries_.front().first);
+  if (state_ == State::kPending) {
+    consider(join_deadline_);
+    if (last_call_) consider(*last_call_);
+  }
+  if (state_ == State::kStopping) consider(stop_deadline_);
+  return next;
+}
+
+void Job::on_deadline(TimePoint now, Events& out) {
+  advance(now);
+  while (state_ != State::kFinished && !expiries_.empty() && expiries_.front().first <= now_) {
+    const auto [expires, id] = expiries_.front();
+    expiries_.pop_front();
+    auto it = members_.find(id);
+    if (it == members_.end() || it->second.expires != expires) continue;
+    remove_node(id, GoneReason::kHeartbeatMissed,
+                "no message for " + std::to_string(config_.heartbeat_budget().count()) + "ms",
+                now_, out);
+  }
+  if (state_ == State::kPending) {
+    if ((last_call_ && *last_call_ <= now_) ||
+        (join_deadline_ <= now_ && pending_count_ >= config_.min_nodes)) {
+      complete_round(out);
+    } else if (join_deadline_ <= now_) {
+      const std::string message =
+          "rendezvous of job '" + run_id_ + "' timed out after join_timeout " +
+          std::to_string(config_.join_timeout.count()) + "ms with " +
+          std::to_string(pending_count_) + " of min " + std::to_string(config_.min_nodes) +
+          " nodes; start the missing nodes or raise --rdzv-conf join_timeout";
+      for (const auto& [id, m] : members_) {
+        out.push_back({id, ErrorEvent{ErrorCode::kTimeout, message}});
+      }
+      finish(false, message, /*notify=*/false, out);
+    }
+  }
+  if (state_ == State::kStopping && stop_deadline_ <= now_) {
+    std::vector<NodeId> late;
+    for_each_participant([&late](NodeId id, Member& m) {
+      if (!m.stopped) late.push_back(id);
+    });
+    for (NodeId id : late) {
+      if (state_ != State::kStopping) break;
+      remove_node(id, GoneReason::kStopTimeout,
+                  "workers not reported stopped within close_timeout " +
+                      std::to_string(config_.close_timeout.count()) + "ms",
+                  now_, out);
+    }
+  }
+  trim_heartbeats();
+}
+
+}  // namespace ddp::membership

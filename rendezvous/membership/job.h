@@ -1,0 +1,143 @@
+// The membership state machine of one job (one run id). Pure: no I/O, no clock reads, no
+// threads. Every input takes the injected `now` and appends the events it causes to `out`;
+// the caller (the daemon's session layer) delivers them as pushes and arms one timer at
+// next_deadline(), calling on_deadline() when it fires. A `now` earlier than one already
+// seen counts as the one seen. Not thread-safe: call from one thread (the io_context).
+//
+// States:   kPending --(MAX joined | last call after MIN | MIN at join timeout)--> kRunning
+//           kPending --(join timeout below MIN)--> kFinished (ErrorEvent kTimeout to waiters)
+//           kRunning --(failure | node lost | waiting node with room)--> kStopping
+//           kRunning --(every participant succeeded)--> kFinished (exit 0)
+//           kStopping --(every participant stopped; restart and >= MIN nodes)--> kRunning
+//                                          (next round, completes at once: nodes are known)
+//           kStopping --(no restarts left | < MIN nodes remain)--> kFinished (exit != 0)
+// Restarts: a failure or a lost node moves restart_count once per round, when the stop
+// begins (later reports for the same round are recorded for the root cause, not counted);
+// a waiting node's restart does not move it; max_restarts exhausted means the job fails.
+// Rank rule: ranks.h. Only the end of the job closes it: a node that leaves (SIGTERM,
+// closed connection, missed heartbeats) is a lost node, never a close.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "rendezvous/membership/config.h"
+#include "rendezvous/membership/messages.h"
+
+namespace ddp::membership {
+
+class Job {
+ public:
+  enum class State : std::uint8_t { kPending, kRunning, kStopping, kFinished };
+
+  // Precondition: validate(config) is OK.
+  Job(std::string run_id, Config config, TimePoint now);
+
+  // `id` must not be a member already (kInvalidArgument ErrorEvent otherwise).
+  void join(NodeId id, NodeInfo info, TimePoint now, Events& out);
+  // Any request refreshes the sender's heartbeat; this one does nothing else.
+  void heartbeat(NodeId id, TimePoint now);
+  void report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures,
+                      TimePoint now, Events& out);
+  void workers_stopped(NodeId id, std::uint64_t round, TimePoint now, Events& out);
+  void report_success(NodeId id, std::uint64_t round, TimePoint now, Events& out);
+  // The node is gone (LEAVE, closed connection); `why_text` adds detail, e.g. "SIGTERM".
+  void remove_node(NodeId id, GoneReason why, const std::string& why_text, TimePoint now,
+                   Events& out);
+  // Requests from unknown ids and reports for another round are ignored (stale reports race
+  // with pushes by design).
+
+  // The earliest instant at which on_deadline() has work; nullopt when none.
+  std::optional<TimePoint> next_deadline() const;
+  void on_deadline(TimePoint now, Events& out);
+
+  const std::string& run_id() const { return run_id_; }
+  const Config& config() const { return config_; }
+  State state() const { return state_; }
+  std::uint64_t round() const { return round_; }
+  std::uint32_t restart_count() const { return restart_count_; }
+  std::size_t node_count() const { return members_.size(); }
+  bool has_node(NodeId id) const { return members_.count(id) != 0; }
+  // After kFinished: the exit code every node was told and why.
+  std::int32_t exit_code() const { return exit_code_; }
+  const std::string& finish_reason() const { return finish_reason_; }
+  TimePoint finished_at() const { return finished_at_; }
+
+ private:
+  enum class Role : std::uint8_t { kPending, kParticipant, kWaiting };
+  enum class Outcome : std::uint8_t { kRestart, kFail };
+  struct Member {
+    NodeInfo info;
+    Role role = Role::kPending;
+    std::uint64_t join_seq = 0;
+    std::optional<std::uint32_t> prev_group_rank;
+    std::uint32_t group_rank = 0;
+    TimePoint expires{};
+    bool succeeded = false;
+    bool stopped = false;
+  };
+
+  void advance(TimePoint now);
+  void touch(NodeId id, Member& m);
+  void trim_heartbeats();
+  void after_pending_change(Events& out);
+  void complete_round(Events& out);
+  void begin_stop(StopReason reason, bool counts, std::string detail, Events& out);
+  void mark_stopped(Member& m);
+  void maybe_finish_stop(Events& out);
+  void finish(bool success, std::string reason, bool notify, Events& out);
+  std::optional<Failure> earliest_failure() const;
+  std::string describe(const Member& m) const;
+  // Calls f(id, member) for every present participant, in group-rank order.
+  template <typename F>
+  void for_each_participant(F&& f);
+
+  std::string run_id_;
+  Config config_;
+  TimePoint now_;
+  State state_ = State::kPending;
+  std::uint64_t round_ = 1;
+  std::uint32_t restart_count_ = 0;
+  std::uint64_t next_join_seq_ = 0;
+
+  std::unordered_map<NodeId, Member> members_;
+  std::size_t pending_count_ = 0;
+  std::size_t participant_count_ = 0;
+  std::size_t waiting_count_ = 0;
+  std::size_t succeeded_count_ = 0;  // participants that reported success this round
+  std::size_t stopped_count_ = 0;    // participants whose workers are down this round
+  std::vector<NodeId> roster_;       // this round's participants by group rank (some may be gone)
+
+  // Heartbeat expiries in time order (every node has the same budget, so pushes arrive in
+  // order). An entry is stale once its node is gone or refreshed; stale fronts are trimmed.
+  std::deque<std::pair<TimePoint, NodeId>> expiries_;
+
+  TimePoint join_deadline_;
+  std::optional<TimePoint> last_call_;
+  TimePoint stop_deadline_;
+  Outcome outcome_ = Outcome::kRestart;
+  std::vector<Failure> failures_;  // this round's, across nodes
+
+  std::int32_t exit_code_ = 0;
+  std::string finish_reason_;
+  TimePoint finished_at_{};
+};
+
+template <typename F>
+void Job::for_each_participant(F&& f) {
+  for (NodeId id : roster_) {
+    auto it = members_.find(id);
+    if (it != members_.end() && it->second.role == Role::kParticipant) f(id, it->second);
+  }
+}
+
+// The exit code of a failed job: the root cause's code when it is 1..255, 128 + signal for a
+// signal death, else 1.
+std::int32_t failure_exit_code(const std::optional<Failure>& root_cause);
+
+}  // namespace ddp::membership

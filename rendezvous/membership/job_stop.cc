@@ -1,0 +1,221 @@
+// Job: failures, lost nodes, stopping a round, restarting it, and the end of the job.
+#include <algorithm>
+#include <tuple>
+
+#include "rendezvous/membership/job.h"
+
+namespace ddp::membership {
+
+std::string Job::describe(const Member& m) const {
+  std::string text = "node " + m.info.node_key;
+  if (m.role == Role::kParticipant) text += " (group rank " + std::to_string(m.group_rank) + ")";
+  return text;
+}
+
+std::int32_t failure_exit_code(const std::optional<Failure>& root_cause) {
+  if (!root_cause) return 1;
+  const std::int32_t code = root_cause->exit_code;
+  if (code > 0 && code < 256) return code;
+  if (code < 0 && code > -128) return 128 - code;
+  return 1;
+}
+
+std::optional<Failure> Job::earliest_failure() const {
+  const Failure* best = nullptr;
+  for (const Failure& f : failures_) {
+    if (!best || std::tie(f.time, f.rank) < std::tie(best->time, best->rank)) best = &f;
+  }
+  if (!best) return std::nullopt;
+  return *best;
+}
+
+void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures,
+                         TimePoint now, Events& out) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  Member& m = it->second;
+  touch(id, m);
+  if (round == round_ && m.role == Role::kParticipant &&
+      (state_ == State::kRunning || state_ == State::kStopping)) {
+    for (Failure& f : failures) {
+      f.node_key = m.info.node_key;
+      f.group_rank = m.group_rank;
+      failures_.push_back(std::move(f));
+    }
+    mark_stopped(m);
+    if (state_ == State::kRunning) {
+      std::string detail = describe(m) + " reported a worker failure";
+      if (auto first = earliest_failure()) {
+        detail = "worker rank " + std::to_string(first->rank) + " on node " + first->node_key +
+                 " (group rank " + std::to_string(first->group_rank) +
+                 ") failed with exit code " + std::to_string(first->exit_code);
+      }
+      begin_stop(StopReason::kWorkerFailed, /*counts=*/true, std::move(detail), out);
+    } else {
+      maybe_finish_stop(out);
+    }
+  }
+  trim_heartbeats();
+}
+
+void Job::workers_stopped(NodeId id, std::uint64_t round, TimePoint now, Events& out) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  touch(id, it->second);
+  if (state_ == State::kStopping && round == round_ && it->second.role == Role::kParticipant) {
+    mark_stopped(it->second);
+    maybe_finish_stop(out);
+  }
+  trim_heartbeats();
+}
+
+void Job::report_success(NodeId id, std::uint64_t round, TimePoint now, Events& out) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  Member& m = it->second;
+  touch(id, m);
+  if (round == round_ && m.role == Role::kParticipant && !m.succeeded) {
+    if (state_ == State::kRunning) {
+      m.succeeded = true;
+      ++succeeded_count_;
+      if (succeeded_count_ == participant_count_) {
+        finish(true, "every worker on every node exited 0", /*notify=*/true, out);
+      }
+    } else if (state_ == State::kStopping) {
+      mark_stopped(m);  // its workers are down: that is all a stop needs
+      maybe_finish_stop(out);
+    }
+  }
+  trim_heartbeats();
+}
+
+void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, TimePoint now,
+                      Events& out) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end() || state_ == State::kFinished) return;
+  const Member m = std::move(it->second);
+  members_.erase(it);
+  const char* how = why == GoneReason::kLeft                ? "left"
+                    : why == GoneReason::kConnectionClosed ? "closed its connection"
+                    : why == GoneReason::kHeartbeatMissed  ? "missed its heartbeats"
+                                                           : "did not stop its workers";
+  std::string detail = describe(m) + " " + how;
+  if (!why_text.empty()) detail += " (" + why_text + ")";
+  switch (m.role) {
+    case Role::kPending:
+      --pending_count_;
+      after_pending_change(out);
+      break;
+    case Role::kWaiting:
+      --waiting_count_;
+      break;
+    case Role::kParticipant:
+      --participant_count_;
+      if (m.stopped) --stopped_count_;
+      if (m.succeeded) {
+        // Its part is done: not a loss. The others may still succeed without it.
+        --succeeded_count_;
+        if (state_ == State::kRunning && succeeded_count_ == participant_count_) {
+          finish(true, "every worker on every node exited 0", /*notify=*/true, out);
+        }
+      } else if (state_ == State::kRunning) {
+        begin_stop(StopReason::kNodeLost, /*counts=*/true, std::move(detail), out);
+      } else if (state_ == State::kStopping) {
+        maybe_finish_stop(out);
+      }
+      break;
+  }
+  trim_heartbeats();
+}
+
+void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events& out) {
+  state_ = State::kStopping;
+  stop_deadline_ = now_ + config_.close_timeout;
+  outcome_ = Outcome::kRestart;
+  if (counts) {
+    if (restart_count_ < config_.max_restarts) {
+      ++restart_count_;
+    } else {
+      outcome_ = Outcome::kFail;
+      detail += "; no restarts left (max_restarts " + std::to_string(config_.max_restarts) + ")";
+    }
+  }
+  finish_reason_ = detail;
+  const std::optional<Failure> first = earliest_failure();
+  for_each_participant([&](NodeId id, Member& m) {
+    if (m.succeeded) mark_stopped(m);  // nothing left to stop there
+    out.push_back({id, StopWorkers{round_, reason, detail, first}});
+  });
+  maybe_finish_stop(out);
+}
+
+void Job::mark_stopped(Member& m) {
+  if (m.stopped) return;
+  m.stopped = true;
+  ++stopped_count_;
+}
+
+void Job::maybe_finish_stop(Events& out) {
+  if (state_ != State::kStopping || stopped_count_ < participant_count_) return;
+  if (outcome_ == Outcome::kFail) {
+    finish(false, finish_reason_, /*notify=*/true, out);
+    return;
+  }
+  const std::size_t remaining = participant_count_ + waiting_count_;
+  if (remaining < config_.min_nodes) {
+    finish(false,
+           finish_reason_ + "; " + std::to_string(remaining) + " node(s) remain, fewer than min " +
+               std::to_string(config_.min_nodes),
+           /*notify=*/true, out);
+    return;
+  }
+  // Next round: the survivors (keeping their order) and the waiting nodes; every one of
+  // them is known, so the round completes now rather than after a last call.
+  ++round_;
+  state_ = State::kPending;
+  join_deadline_ = now_ + config_.join_timeout;
+  for_each_participant([](NodeId, Member& m) {
+    m.role = Role::kPending;
+    m.prev_group_rank = m.group_rank;
+  });
+  for (auto& [id, m] : members_) {
+    if (m.role == Role::kWaiting) m.role = Role::kPending;
+  }
+  pending_count_ = participant_count_ + waiting_count_;
+  participant_count_ = 0;
+  waiting_count_ = 0;
+  complete_round(out);
+}
+
+void Job::finish(bool success, std::string reason, bool notify, Events& out) {
+  state_ = State::kFinished;
+  finished_at_ = now_;
+  const std::optional<Failure> root = success ? std::nullopt : earliest_failure();
+  exit_code_ = success ? 0 : failure_exit_code(root);
+  finish_reason_ = success ? std::move(reason) : "failed: " + reason;
+  if (notify) {
+    // Participants in rank order, then everyone else (waiting, pending) by join order.
+    std::vector<std::pair<std::uint64_t, NodeId>> others;
+    for_each_participant([&](NodeId id, Member&) {
+      out.push_back({id, JobFinished{exit_code_, finish_reason_, root}});
+    });
+    for (const auto& [id, m] : members_) {
+      if (m.role != Role::kParticipant) others.emplace_back(m.join_seq, id);
+    }
+    std::sort(others.begin(), others.end());
+    for (const auto& [seq, id] : others) {
+      out.push_back({id, JobFinished{exit_code_, finish_reason_, root}});
+    }
+  }
+  members_.clear();
+  expiries_.clear();
+  roster_.clear();
+  failures_.clear();
+  pending_count_ = participant_count_ = waiting_count_ = succeeded_count_ = stopped_count_ = 0;
+}
+
+}  // namespace ddp::membership

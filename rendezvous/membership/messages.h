@@ -1,0 +1,141 @@
+// The vocabulary between agents and the membership state machine: what an agent asks
+// (requests, agent -> daemon) and what it is told (events, daemon -> agent). Plain values;
+// wire.h encodes both. A NodeId is the caller's connection id: unique per connection for
+// the daemon's lifetime, one agent per connection.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+#include "rendezvous/membership/config.h"
+
+namespace ddp::membership {
+
+using NodeId = std::uint64_t;
+// Wall-clock time of a failure (the error file's timestamp, else when the agent saw it).
+using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
+
+// What a node advertises when it joins.
+struct NodeInfo {
+  std::string node_key;                // for messages and root-cause tables, e.g. "host-b:4711"
+  std::string addr;                    // address other nodes reach it at (--local-addr)
+  std::uint16_t store_port = 0;        // the worker-store port it holds open for the whole job
+  std::uint32_t local_world_size = 1;  // its worker count (LOCAL_WORLD_SIZE)
+  bool operator==(const NodeInfo&) const = default;
+};
+
+// One worker failure. node_key and group_rank are filled in by the daemon from the
+// reporting node; agents may leave them empty.
+struct Failure {
+  std::string node_key;
+  std::uint32_t group_rank = 0;
+  std::uint32_t local_rank = 0;
+  std::uint32_t rank = 0;      // global rank
+  std::int32_t exit_code = 1;  // negative: killed by signal -exit_code (torchrun's convention)
+  std::int64_t pid = 0;
+  WallTime time{};
+  std::string error_file;
+  std::string message;  // "<type>: <text>" plus traceback, from the error file if any
+  bool operator==(const Failure&) const = default;
+};
+
+// ---- requests (agent -> daemon) --------------------------------------------------------
+struct JoinRequest {
+  std::string run_id;
+  Config config;
+  NodeInfo node;
+  bool operator==(const JoinRequest&) const = default;
+};
+struct Heartbeat {
+  bool operator==(const Heartbeat&) const = default;
+};
+// The node's workers of `round` failed (and the agent has stopped the rest of them).
+struct ReportFailure {
+  std::uint64_t round = 0;
+  std::vector<Failure> failures;
+  bool operator==(const ReportFailure&) const = default;
+};
+// The node stopped its workers of `round` as StopWorkers asked, without a failure of its own.
+struct WorkersStopped {
+  std::uint64_t round = 0;
+  bool operator==(const WorkersStopped&) const = default;
+};
+// Every worker of the node exited 0 in `round`; the node waits for JobFinished.
+struct ReportSuccess {
+  std::uint64_t round = 0;
+  bool operator==(const ReportSuccess&) const = default;
+};
+// The agent is going away (e.g. SIGTERM). Does not close the job for the others.
+struct Leave {
+  std::string reason;
+  bool operator==(const Leave&) const = default;
+};
+using Request =
+    std::variant<JoinRequest, Heartbeat, ReportFailure, WorkersStopped, ReportSuccess, Leave>;
+
+// ---- events (daemon -> agent) ----------------------------------------------------------
+// Reply to JOIN: the node is in, for `round`; `waiting` when a round is running (it will be
+// admitted at the next restart, which its arrival triggers if the job has room).
+struct Joined {
+  std::uint64_t round = 0;
+  bool waiting = false;
+  bool operator==(const Joined&) const = default;
+};
+// A round completed: this node's place in it. Global rank of local rank l = rank_offset + l.
+struct RoundComplete {
+  std::uint64_t round = 0;
+  std::uint32_t restart_count = 0;  // job-global: TORCHELASTIC_RESTART_COUNT
+  std::uint32_t group_rank = 0;
+  std::uint32_t group_world_size = 0;
+  std::uint32_t local_world_size = 0;
+  std::uint64_t rank_offset = 0;
+  std::uint64_t world_size = 0;  // sum of every participant's local_world_size
+  std::string store_addr;        // group rank 0's advertised address ...
+  std::uint16_t store_port = 0;  // ... and worker-store port
+  bool operator==(const RoundComplete&) const = default;
+};
+enum class StopReason : std::uint8_t { kWorkerFailed = 1, kNodeLost = 2, kNodeJoined = 3 };
+// Stop the workers of `round` now, then send WorkersStopped (or ReportFailure).
+struct StopWorkers {
+  std::uint64_t round = 0;
+  StopReason reason = StopReason::kWorkerFailed;
+  std::string detail;                    // e.g. "node host-b:7 (group rank 1) left: ..."
+  std::optional<Failure> first_failure;  // earliest failure known so far
+  bool operator==(const StopWorkers&) const = default;
+};
+// The job is over for everyone: exit with exit_code (same on every node).
+struct JobFinished {
+  std::int32_t exit_code = 0;
+  std::string reason;
+  std::optional<Failure> root_cause;  // the earliest failure of the last round, across nodes
+  bool operator==(const JobFinished&) const = default;
+};
+// The request failed; `message` names the problem and the fix.
+struct ErrorEvent {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+  bool operator==(const ErrorEvent&) const = default;
+};
+using Payload = std::variant<Joined, RoundComplete, StopWorkers, JobFinished, ErrorEvent>;
+
+struct Event {
+  NodeId to = 0;
+  Payload payload;
+  bool operator==(const Event&) const = default;
+};
+using Events = std::vector<Event>;
+
+// Why a node is gone.
+enum class GoneReason : std::uint8_t {
+  kLeft,              // LEAVE
+  kConnectionClosed,  // the session saw EOF or an error
+  kHeartbeatMissed,   // silent for Config::heartbeat_budget()
+  kStopTimeout,       // did not report stopped workers within close_timeout
+};
+
+}  // namespace ddp::membership

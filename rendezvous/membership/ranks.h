@@ -1,0 +1,36 @@
+// The rank rule of a round, as a pure function.
+//
+// Order: nodes that took part in the previous completed round ("survivors") first, in their
+// previous group-rank order; then every other node in join order (the job's JOIN sequence
+// number). So a surviving group-rank-0 node keeps rank 0 and the worker store does not move,
+// and the result depends only on the order of inputs, never on hashing, addresses or time.
+// At most max_nodes are admitted; the rest stay waiting. Global ranks follow group-rank
+// order then local rank: rank_offset[i] = sum of local_world_size of nodes ranked before i.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "rendezvous/membership/messages.h"
+
+namespace ddp::membership {
+
+struct RankCandidate {
+  NodeId id = 0;
+  std::optional<std::uint32_t> prev_group_rank;  // set for survivors of the previous round
+  std::uint64_t join_seq = 0;                    // unique within a job
+  std::uint32_t local_world_size = 1;
+};
+
+struct RankPlan {
+  std::vector<NodeId> admitted;            // index = group rank
+  std::vector<std::uint64_t> rank_offset;  // same length as admitted
+  std::uint64_t world_size = 0;
+  std::vector<NodeId> left_out;            // beyond max_nodes, in rank-rule order
+};
+
+// O(n log n) in the number of candidates.
+RankPlan plan_ranks(std::vector<RankCandidate> candidates, std::uint32_t max_nodes);
+
+}  // namespace ddp::membership

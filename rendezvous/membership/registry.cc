@@ -1,0 +1,158 @@
+#include "rendezvous/membership/registry.h"
+
+#include <type_traits>
+#include <vector>
+
+namespace ddp::membership {
+namespace {
+
+inline constexpr std::size_t kMaxRunIdBytes = 1024;
+
+Status validate_join(const JoinRequest& r) {
+  if (r.run_id.empty() || r.run_id.size() > kMaxRunIdBytes) {
+    return invalid_argument("run id must be 1.." + std::to_string(kMaxRunIdBytes) +
+                            " bytes; pass --rdzv-id ID");
+  }
+  if (r.node.addr.empty()) {
+    return invalid_argument("node " + r.node.node_key +
+                            " advertises an empty address; pass --local-addr ADDR");
+  }
+  if (r.node.local_world_size < 1) {
+    return invalid_argument("node " + r.node.node_key +
+                            " has local_world_size 0; pass --nproc-per-node N with N >= 1");
+  }
+  return validate(r.config);
+}
+
+Event error_to(NodeId conn, Status s) { return {conn, ErrorEvent{s.code(), s.message()}}; }
+
+}  // namespace
+
+Registry::Registry(RegistryOptions options) : options_(options) {}
+
+const Job* Registry::find(std::string_view run_id) const {
+  auto it = jobs_.find(std::string(run_id));
+  return it == jobs_.end() ? nullptr : it->second.job.get();
+}
+
+Job* Registry::job_of(NodeId conn) {
+  auto c = conn_job_.find(conn);
+  if (c == conn_job_.end()) return nullptr;
+  auto j = jobs_.find(c->second);
+  return j == jobs_.end() ? nullptr : j->second.job.get();
+}
+
+Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
+  if (Status s = validate_join(request); !s) return {error_to(conn, s)};
+  if (Job* bound = job_of(conn); bound && bound->has_node(conn)) {
+    return {error_to(conn, invalid_argument("this connection already joined job '" +
+                                            bound->run_id() +
+                                            "'; open one connection per agent"))};
+  }
+  auto [it, created] = jobs_.try_emplace(request.run_id);
+  if (created) {
+    it->second.job = std::make_unique<Job>(request.run_id, request.config, now);
+  } else if (it->second.job->state() != Job::State::kFinished) {
+    const std::string diff = config_mismatch(request.config, it->second.job->config());
+    if (!diff.empty()) {
+      return {error_to(conn, invalid_argument(
+                                 "node " + request.node.node_key + " joins job '" +
+                                 request.run_id + "' with a different configuration: " + diff +
+                                 "; every node must pass the same --nnodes, --max-restarts"
+                                 " and --rdzv-conf"))};
+    }
+  }
+  Events out;
+  Job& job = *it->second.job;
+  job.join(conn, std::move(request.node), now, out);
+  if (job.has_node(conn)) conn_job_[conn] = job.run_id();
+  update(job.run_id());
+  return out;
+}
+
+Events Registry::handle(NodeId conn, Request request, TimePoint now) {
+  if (auto* join_request = std::get_if<JoinRequest>(&request)) {
+    return join(conn, std::move(*join_request), now);
+  }
+  Job* job = job_of(conn);
+  if (job == nullptr) {
+    return {error_to(conn, invalid_argument("this connection has not joined a job; send JOIN"
+                                            " before any other rendezvous request"))};
+  }
+  Events out;
+  std::visit(
+      [&](auto&& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, Heartbeat>) {
+          job->heartbeat(conn, now);
+        } else if constexpr (std::is_same_v<T, ReportFailure>) {
+          job->report_failure(conn, r.round, std::move(r.failures), now, out);
+        } else if constexpr (std::is_same_v<T, WorkersStopped>) {
+          job->workers_stopped(conn, r.round, now, out);
+        } else if constexpr (std::is_same_v<T, ReportSuccess>) {
+          job->report_success(conn, r.round, now, out);
+        } else if constexpr (std::is_same_v<T, Leave>) {
+          job->remove_node(conn, GoneReason::kLeft, r.reason, now, out);
+          conn_job_.erase(conn);
+        }
+      },
+      request);
+  update(job->run_id());
+  return out;
+}
+
+Events Registry::connection_closed(NodeId conn, TimePoint now) {
+  Events out;
+  Job* job = job_of(conn);
+  conn_job_.erase(conn);
+  if (job == nullptr) return out;
+  job->remove_node(conn, GoneReason::kConnectionClosed, "", now, out);
+  update(job->run_id());
+  return out;
+}
+
+void Registry::update(const std::string& run_id) {
+  auto it = jobs_.find(run_id);
+  if (it == jobs_.end()) return;
+  Entry& e = it->second;
+  if (e.scheduled) deadlines_.erase({*e.scheduled, run_id});
+  e.scheduled.reset();
+  const Job& job = *e.job;
+  if (job.state() == Job::State::kPending && job.node_count() == 0 && job.round() == 1) {
+    jobs_.erase(it);  // everyone left before it ever ran: nothing to remember
+    return;
+  }
+  e.scheduled = job.state() == Job::State::kFinished
+                    ? std::optional<TimePoint>(job.finished_at() + options_.finished_retention)
+                    : job.next_deadline();
+  if (e.scheduled) deadlines_.emplace(*e.scheduled, run_id);
+}
+
+std::optional<TimePoint> Registry::next_deadline() const {
+  if (deadlines_.empty()) return std::nullopt;
+  return deadlines_.begin()->first;
+}
+
+Events Registry::on_deadline(TimePoint now) {
+  // Collect first, then run each due job once: a job re-filed at or before `now` waits for
+  // the next call instead of spinning here.
+  std::vector<std::string> due;
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    due.push_back(deadlines_.begin()->second);
+    jobs_.at(due.back()).scheduled.reset();
+    deadlines_.erase(deadlines_.begin());
+  }
+  Events out;
+  for (const std::string& run_id : due) {
+    Job& job = *jobs_.at(run_id).job;
+    if (job.state() == Job::State::kFinished) {
+      jobs_.erase(run_id);  // retention over: the id is free again
+      continue;
+    }
+    job.on_deadline(now, out);
+    update(run_id);
+  }
+  return out;
+}
+
+}  // namespace ddp::membership

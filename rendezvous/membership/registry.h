@@ -1,0 +1,62 @@
+// Every job the daemon serves, keyed by run id (the standalone `ddp-rendezvous` serves many at
+// once; the embedded daemon usually one). Routes each connection's requests to its job,
+// creates a job on its first JOIN, checks that later JOINs carry the same config, and keeps a
+// finished job for `finished_retention` so late joiners get a clear "job finished" error
+// rather than silently starting a new job under the same id.
+//
+// Pure like Job: injected time, events out, one timer at next_deadline(). A NodeId is the
+// session's connection id (unique for the daemon's lifetime). Not thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "rendezvous/membership/job.h"
+#include "rendezvous/membership/messages.h"
+
+namespace ddp::membership {
+
+struct RegistryOptions {
+  std::chrono::milliseconds finished_retention = std::chrono::minutes(30);
+};
+
+class Registry {
+ public:
+  explicit Registry(RegistryOptions options = {});
+
+  // One decoded request from connection `conn`. A request other than JOIN from a connection
+  // that has not joined gets a kInvalidArgument ErrorEvent.
+  Events handle(NodeId conn, Request request, TimePoint now);
+  // The session saw the connection close (EOF, error, or its own shutdown of it).
+  Events connection_closed(NodeId conn, TimePoint now);
+
+  std::optional<TimePoint> next_deadline() const;
+  Events on_deadline(TimePoint now);
+
+  // Observers (status endpoints, tests). nullptr when unknown (or erased after retention).
+  const Job* find(std::string_view run_id) const;
+  std::size_t job_count() const { return jobs_.size(); }
+
+ private:
+  struct Entry {
+    std::unique_ptr<Job> job;
+    std::optional<TimePoint> scheduled;  // the key this job has in deadlines_
+  };
+
+  Events join(NodeId conn, JoinRequest request, TimePoint now);
+  Job* job_of(NodeId conn);
+  // Re-files the job's deadline after an input; erases an empty job that never ran.
+  void update(const std::string& run_id);
+
+  RegistryOptions options_;
+  std::unordered_map<std::string, Entry> jobs_;
+  std::unordered_map<NodeId, std::string> conn_job_;
+  std::set<std::pair<TimePoint, std::string>> deadlines_;
+};
+
+}  // namespace ddp::membership

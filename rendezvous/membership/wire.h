@@ -1,0 +1,88 @@
+// Wire messages of ddprun's native rendezvous operations: pure encode/decode, no I/O.
+//
+// They live in the query-type range rendezvous/protocol.h reserves for ddprun (0x80..0xFF,
+// which no PyTorch version uses); this library takes 0x80..0x9F: requests 0x80..0x8F,
+// pushes 0x90..0x9F, the rest stays free. Framing follows TCPStore's (tcpstore.md): no
+// header, no request id, a u8 type then the fields; integers raw host-order (little-endian
+// on x86-64); str := u64 length | bytes. Durations are i64 milliseconds, times i64
+// microseconds since the Unix epoch, booleans u8 0/1.
+//
+//   type  request (agent -> daemon)  fields
+//   ----  -------------------------  ------------------------------------------------------
+//   0x80  JOIN                       run_id str, node_key str, addr str, u16 store_port,
+//                                    u32 local_world_size, u32 min_nodes, u32 max_nodes,
+//                                    u32 max_restarts, i64 join_timeout, i64 last_call_timeout,
+//                                    i64 close_timeout, i64 keep_alive_interval,
+//                                    u32 keep_alive_max_attempt
+//   0x81  HEARTBEAT                  -
+//   0x82  REPORT_FAILURE             u64 round, u64 n, n x failure
+//   0x83  WORKERS_STOPPED            u64 round
+//   0x84  REPORT_SUCCESS             u64 round
+//   0x85  LEAVE                      reason str
+//
+//   type  push (daemon -> agent)     fields
+//   ----  -------------------------  ------------------------------------------------------
+//   0x90  JOINED                     u64 round, u8 waiting
+//   0x91  ROUND_COMPLETE             u64 round, u32 restart_count, u32 group_rank,
+//                                    u32 group_world_size, u32 local_world_size,
+//                                    u64 rank_offset, u64 world_size, store_addr str,
+//                                    u16 store_port
+//   0x92  STOP_WORKERS               u64 round, u8 reason (1 worker failed, 2 node lost,
+//                                    3 node joined), detail str, u8 has_failure, [failure]
+//   0x93  JOB_FINISHED               i32 exit_code, reason str, u8 has_failure, [failure]
+//   0x94  ERROR                      u8 code (ddp::ErrorCode, 1..9), message str
+//
+//   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
+//              i64 pid, i64 time, error_file str, message str
+//
+// Requests get no reply except JOIN (JOINED or ERROR); every other push comes whenever the
+// job changes. A connection that sends a native request carries only native traffic from
+// then on, so pushes never interleave with TCPStore replies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rendezvous/membership/messages.h"
+
+namespace ddp::membership {
+
+inline constexpr std::uint8_t kFirstRequestType = 0x80;
+inline constexpr std::uint8_t kFirstPushType = 0x90;
+inline constexpr std::uint8_t kLastNativeType = 0x9F;
+
+// True for 0x80..0x8F: the session hands such bytes to decode_request().
+inline bool is_native_request_type(std::uint8_t type) {
+  return type >= kFirstRequestType && type < kFirstPushType;
+}
+
+// Checked before anything is allocated for a field.
+struct WireLimits {
+  std::size_t max_name_bytes = 1024;         // run id, node key, address
+  std::size_t max_text_bytes = 64 << 10;     // reasons, details, error files, messages
+  std::size_t max_failures = 4096;           // failures in one REPORT_FAILURE
+  std::size_t max_message_bytes = 16 << 20;  // one whole message
+};
+
+enum class DecodeState { kIncomplete, kError, kComplete };
+
+template <typename T>
+struct Decoded {
+  DecodeState state = DecodeState::kIncomplete;
+  T message{};
+  std::size_t consumed = 0;  // kComplete: bytes of the input the message used
+  std::size_t needed = 0;    // kIncomplete: the smallest input size that can make progress
+  std::string error;         // kError: names the problem, e.g. "node_key of 5000 bytes ..."
+};
+
+std::string encode_request(const Request& request);
+std::string encode_push(const Payload& push);
+
+// Decode the first message of `input`. Pure; never reads past `input`. Values are not
+// checked for meaning (Registry does that), only for framing and limits.
+Decoded<Request> decode_request(std::string_view input, const WireLimits& limits = {});
+Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits = {});
+
+}  // namespace ddp::membership

@@ -1,0 +1,123 @@
+// The native pushes (daemon -> agent): the events of messages.h on the wire.
+#include <type_traits>
+
+#include "rendezvous/membership/wire.h"
+#include "rendezvous/membership/wire_codec.h"
+
+namespace ddp::membership {
+namespace {
+
+using codec::put;
+using codec::put_str;
+
+void put_optional_failure(std::string& out, const std::optional<Failure>& f) {
+  put<std::uint8_t>(out, f ? 1 : 0);
+  if (f) codec::put_failure(out, *f);
+}
+
+std::optional<Failure> get_optional_failure(codec::Reader& in) {
+  if (!in.get_bool("has_failure") || !in.ok()) return std::nullopt;
+  return in.failure();
+}
+
+}  // namespace
+
+std::string encode_push(const Payload& push) {
+  std::string out;
+  put<std::uint8_t>(out, static_cast<std::uint8_t>(kFirstPushType + push.index()));
+  std::visit(
+      [&out](const auto& p) {
+        using T = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, Joined>) {
+          put<std::uint64_t>(out, p.round);
+          put<std::uint8_t>(out, p.waiting ? 1 : 0);
+        } else if constexpr (std::is_same_v<T, RoundComplete>) {
+          put<std::uint64_t>(out, p.round);
+          put<std::uint32_t>(out, p.restart_count);
+          put<std::uint32_t>(out, p.group_rank);
+          put<std::uint32_t>(out, p.group_world_size);
+          put<std::uint32_t>(out, p.local_world_size);
+          put<std::uint64_t>(out, p.rank_offset);
+          put<std::uint64_t>(out, p.world_size);
+          put_str(out, p.store_addr);
+          put<std::uint16_t>(out, p.store_port);
+        } else if constexpr (std::is_same_v<T, StopWorkers>) {
+          put<std::uint64_t>(out, p.round);
+          put<std::uint8_t>(out, static_cast<std::uint8_t>(p.reason));
+          put_str(out, p.detail);
+          put_optional_failure(out, p.first_failure);
+        } else if constexpr (std::is_same_v<T, JobFinished>) {
+          put<std::int32_t>(out, p.exit_code);
+          put_str(out, p.reason);
+          put_optional_failure(out, p.root_cause);
+        } else if constexpr (std::is_same_v<T, ErrorEvent>) {
+          put<std::uint8_t>(out, static_cast<std::uint8_t>(p.code));
+          put_str(out, p.message);
+        }
+      },
+      push);
+  return out;
+}
+
+Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
+  codec::Reader in(input, limits);
+  const auto type = in.get<std::uint8_t>();
+  if (!in.ok()) return in.finish(Payload{});
+  switch (type) {
+    case 0x90: {
+      Joined j;
+      j.round = in.get<std::uint64_t>();
+      j.waiting = in.get_bool("waiting");
+      return in.finish(Payload{j});
+    }
+    case 0x91: {
+      RoundComplete r;
+      r.round = in.get<std::uint64_t>();
+      r.restart_count = in.get<std::uint32_t>();
+      r.group_rank = in.get<std::uint32_t>();
+      r.group_world_size = in.get<std::uint32_t>();
+      r.local_world_size = in.get<std::uint32_t>();
+      r.rank_offset = in.get<std::uint64_t>();
+      r.world_size = in.get<std::uint64_t>();
+      r.store_addr = in.name("store_addr");
+      r.store_port = in.get<std::uint16_t>();
+      return in.finish(Payload{std::move(r)});
+    }
+    case 0x92: {
+      StopWorkers s;
+      s.round = in.get<std::uint64_t>();
+      const auto reason = in.get<std::uint8_t>();
+      if (reason < 1 || reason > 3) {
+        in.fail("stop reason " + std::to_string(reason) + " is not 1..3");
+      }
+      s.reason = static_cast<StopReason>(reason);
+      s.detail = in.text("stop detail");
+      s.first_failure = get_optional_failure(in);
+      return in.finish(Payload{std::move(s)});
+    }
+    case 0x93: {
+      JobFinished f;
+      f.exit_code = in.get<std::int32_t>();
+      f.reason = in.text("finish reason");
+      f.root_cause = get_optional_failure(in);
+      return in.finish(Payload{std::move(f)});
+    }
+    case 0x94: {
+      ErrorEvent e;
+      const auto code = in.get<std::uint8_t>();
+      if (code < static_cast<std::uint8_t>(ErrorCode::kInvalidArgument) ||
+          code > static_cast<std::uint8_t>(ErrorCode::kInternal)) {
+        in.fail("error code " + std::to_string(code) + " is not a ddp::ErrorCode (1..9)");
+      }
+      e.code = static_cast<ErrorCode>(code);
+      e.message = in.text("error message");
+      return in.finish(Payload{std::move(e)});
+    }
+    default:
+      in.fail("unknown native rendezvous push type " + std::to_string(type) +
+              "; this agent knows 144..148 (is the daemon newer than the agent?)");
+      return in.finish(Payload{});
+  }
+}
+
+}  // namespace ddp::membership

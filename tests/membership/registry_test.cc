@@ -1,0 +1,62 @@
+// Many jobs in one registry: independent state, one earliest deadline across them.
+#include <catch2/catch.hpp>
+
+#include "tests/membership/harness.h"
+
+namespace ddp::membership::test {
+namespace {
+
+TEST_CASE("many jobs run side by side without touching each other", "[registry]") {
+  Harness h;
+  h.config.max_nodes = 2;
+  constexpr int kJobs = 50;
+  for (int j = 0; j < kJobs; ++j) {
+    const std::string run = "run-" + std::to_string(j);
+    h.join(static_cast<NodeId>(2 * j + 1), 1, run);
+    const Events e = h.join(static_cast<NodeId>(2 * j + 2), 3, run);
+    CHECK(only_for<RoundComplete>(e, 2 * j + 2).world_size == 4);
+    CHECK(only_for<RoundComplete>(e, 2 * j + 1).store_addr ==
+          "10.0.0." + std::to_string(2 * j + 1));
+  }
+  CHECK(h.registry.job_count() == kJobs);
+  // A failure in run-7 stops run-7's nodes only.
+  const Events e = h.send(15, ReportFailure{1, {failure(0, 2, 1)}});
+  for (const Event& ev : e) CHECK((ev.to == 15 || ev.to == 16));
+  CHECK(h.job("run-7").state() == Job::State::kStopping);
+  CHECK(h.job("run-8").state() == Job::State::kRunning);
+  // Success of run-3 ends run-3 only.
+  h.send(7, ReportSuccess{1});
+  CHECK(of_type<JobFinished>(h.send(8, ReportSuccess{1})).size() == 2);
+  CHECK(h.job("run-3").state() == Job::State::kFinished);
+  CHECK(h.job("run-4").state() == Job::State::kRunning);
+}
+
+TEST_CASE("the registry's next deadline is the earliest over all jobs", "[registry]") {
+  Harness h;
+  h.join(1, 1, "a");  // join deadline of a: now + 60 s (heartbeat budget 30 s earlier)
+  CHECK(h.registry.next_deadline() == h.now + h.config.heartbeat_budget());
+  h.run_for(1s);
+  h.config.keep_alive_interval = 1s;  // job b: 3 s budget
+  h.join(2, 1, "b");
+  CHECK(h.registry.next_deadline() == h.now + 3s);
+  const Events e = h.run_for(3s);  // b's only node goes silent: b is erased, a untouched
+  CHECK(e.empty());
+  CHECK(h.registry.find("b") == nullptr);
+  REQUIRE(h.registry.find("a") != nullptr);
+  CHECK(h.registry.next_deadline() == h.now - 4s + 30s);
+}
+
+TEST_CASE("jobs with the same connection ids in sequence stay apart", "[registry]") {
+  Harness h;
+  h.config.max_nodes = 2;
+  h.join(1, 1, "x");
+  h.join(2, 1, "x");
+  h.send(1, Leave{"done"});
+  // Connection 1 joins another job after leaving x.
+  CHECK(only_for<Joined>(h.join(1, 1, "y"), 1) == Joined{1, false});
+  CHECK(h.job("y").has_node(1));
+  CHECK_FALSE(h.job("x").has_node(1));
+}
+
+}  // namespace
+}  // namespace ddp::membership::test

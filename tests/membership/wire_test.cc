@@ -1,0 +1,151 @@
+// Native wire messages: byte layout, round trips of every request and push, truncated input
+// (every prefix is incomplete, never an error or a crash), oversized and malformed input.
+#include "rendezvous/membership/wire.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+namespace ddp::membership {
+namespace {
+
+using namespace std::chrono_literals;
+
+Failure sample_failure() {
+  Failure f;
+  f.node_key = "host-b:4711";
+  f.group_rank = 1;
+  f.local_rank = 3;
+  f.rank = 7;
+  f.exit_code = -9;
+  f.pid = 31337;
+  f.time = WallTime(1'700'000'000'123'456us);
+  f.error_file = "/tmp/err.json";
+  f.message = std::string("RuntimeError: boom\0binary", 25);
+  return f;
+}
+
+std::vector<Request> sample_requests() {
+  Config c;
+  c.min_nodes = 2;
+  c.max_nodes = 4000;
+  c.max_restarts = 3;
+  c.join_timeout = 600s;
+  c.last_call_timeout = 1500ms;
+  c.close_timeout = 60s;
+  c.keep_alive_interval = 1s;
+  c.keep_alive_max_attempt = 3;
+  return {JoinRequest{"job-42", c, NodeInfo{"host-a:1", "10.1.2.3", 29500, 8}},
+          Heartbeat{},
+          ReportFailure{3, {sample_failure(), Failure{}}},
+          ReportFailure{4, {}},
+          WorkersStopped{5},
+          ReportSuccess{6},
+          Leave{"SIGTERM"}};
+}
+
+std::vector<Payload> sample_pushes() {
+  return {Joined{2, true},
+          RoundComplete{2, 1, 3, 4, 8, 24, 32, "10.1.2.3", 29500},
+          StopWorkers{2, StopReason::kNodeLost, "node host-c left", std::nullopt},
+          StopWorkers{2, StopReason::kWorkerFailed, "rank 7 failed", sample_failure()},
+          JobFinished{137, "failed: rank 7", sample_failure()},
+          JobFinished{0, "every worker exited 0", std::nullopt},
+          ErrorEvent{ErrorCode::kTimeout, "timed out"}};
+}
+
+TEST_CASE("every request round-trips and every prefix of it is incomplete", "[wire]") {
+  for (const Request& r : sample_requests()) {
+    const std::string bytes = encode_request(r);
+    CHECK(is_native_request_type(static_cast<std::uint8_t>(bytes[0])));
+    const Decoded<Request> d = decode_request(bytes + "trailing");
+    REQUIRE(d.state == DecodeState::kComplete);
+    CHECK(d.message == r);
+    CHECK(d.consumed == bytes.size());
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      const Decoded<Request> p = decode_request(std::string_view(bytes).substr(0, n));
+      REQUIRE(p.state == DecodeState::kIncomplete);
+      CHECK(p.needed > n);
+      CHECK(p.needed <= bytes.size());
+    }
+  }
+}
+
+TEST_CASE("every push round-trips and every prefix of it is incomplete", "[wire]") {
+  for (const Payload& p : sample_pushes()) {
+    const std::string bytes = encode_push(p);
+    CHECK(static_cast<std::uint8_t>(bytes[0]) >= kFirstPushType);
+    const Decoded<Payload> d = decode_push(bytes);
+    REQUIRE(d.state == DecodeState::kComplete);
+    CHECK(d.message == p);
+    CHECK(d.consumed == bytes.size());
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      REQUIRE(decode_push(std::string_view(bytes).substr(0, n)).state ==
+              DecodeState::kIncomplete);
+    }
+  }
+}
+
+TEST_CASE("byte layout: host-order integers and u64-length strings", "[wire]") {
+  const std::string b = encode_request(WorkersStopped{0x0102030405060708ULL});
+  CHECK(b == std::string("\x83\x08\x07\x06\x05\x04\x03\x02\x01", 9));
+  const std::string l = encode_request(Leave{"ab"});
+  CHECK(l == std::string("\x85\x02\0\0\0\0\0\0\0ab", 11));
+  const std::string j = encode_push(Joined{1, true});
+  CHECK(j == std::string("\x90\x01\0\0\0\0\0\0\0\x01", 10));
+}
+
+std::string put_u64(std::uint64_t v) {
+  std::string s(8, '\0');
+  std::memcpy(s.data(), &v, 8);
+  return s;
+}
+
+TEST_CASE("oversized lengths are errors before any allocation", "[wire]") {
+  // A LEAVE declaring an 8 EiB reason, with none of it present.
+  Decoded<Request> d = decode_request("\x85" + put_u64(1ULL << 63));
+  CHECK(d.state == DecodeState::kError);
+  CHECK_THAT(d.error, Catch::Contains("leave reason of 9223372036854775808 bytes exceeds"));
+  // A JOIN whose run id is over the name limit.
+  d = decode_request("\x80" + put_u64(5000));
+  CHECK_THAT(d.error, Catch::Contains("run_id of 5000 bytes exceeds the limit of 1024"));
+  // Too many failures in one report.
+  d = decode_request("\x82" + put_u64(1) + put_u64(4097));
+  CHECK(d.state == DecodeState::kError);
+  CHECK_THAT(d.error, Catch::Contains("4097 failures exceed the limit of 4096"));
+  // Many small fields adding up past the whole-message limit.
+  WireLimits tight;
+  tight.max_message_bytes = 64;
+  d = decode_request("\x85" + put_u64(100), tight);
+  CHECK_THAT(d.error, Catch::Contains("exceeds the limit"));
+}
+
+TEST_CASE("a report declaring many failures but holding few is incomplete, not a crash",
+          "[wire]") {
+  const Decoded<Request> d = decode_request("\x82" + put_u64(1) + put_u64(4096));
+  CHECK(d.state == DecodeState::kIncomplete);
+}
+
+TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]") {
+  CHECK_THAT(decode_request("\x86").error, Catch::Contains("request type 134"));
+  CHECK_THAT(decode_request("\x90").error, Catch::Contains("request type 144"));
+  CHECK_THAT(decode_push("\x80").error, Catch::Contains("push type 128"));
+  std::string bad_reason = encode_push(StopWorkers{1, StopReason::kNodeLost, "", std::nullopt});
+  bad_reason[9] = 4;
+  CHECK_THAT(decode_push(bad_reason).error, Catch::Contains("stop reason 4"));
+  std::string bad_flag = encode_push(Joined{1, false});
+  bad_flag[9] = 2;
+  CHECK_THAT(decode_push(bad_flag).error, Catch::Contains("waiting flag is 2"));
+  std::string bad_code = encode_push(ErrorEvent{ErrorCode::kTimeout, "x"});
+  bad_code[1] = 0;  // kOk is not an error
+  CHECK_THAT(decode_push(bad_code).error, Catch::Contains("error code 0"));
+}
+
+TEST_CASE("native requests sit in the range protocol.h reserves", "[wire]") {
+  CHECK(kFirstRequestType == 0x80);
+  CHECK_FALSE(is_native_request_type(0x7F));
+  CHECK(is_native_request_type(0x85));
+  CHECK_FALSE(is_native_request_type(kFirstPushType));
+}
+
+}  // namespace
+}  // namespace ddp::membership
