@@ -125,9 +125,17 @@ int run(const AgentConfig& config) {
   auto store = rdzv::Server::start(io, store_options);
   if (!store) {
     spdlog::error("cannot start the worker store: {}", store.status().message());
+    if (config.master_port_given) {
+      spdlog::error(
+          "--master-port {} is taken: pick a free port, or drop --master-port and "
+          "ddprun picks one",
+          config.master_port);
+    }
     return 1;
   }
   setup->group.master_port = (*store)->port();
+  (*death_watch)->add_environment_mark("TORCHELASTIC_RUN_ID=" + setup->group.run_id);
+  (*death_watch)->add_environment_mark("MASTER_PORT=" + std::to_string(setup->group.master_port));
 
   if (sets_omp_num_threads(setup->base_env, config.nproc_per_node)) {
     spdlog::warn(
@@ -161,7 +169,7 @@ int run(const AgentConfig& config) {
       [&](const Outcome& o) {
         outcome = o;
         router.end_attempt();
-        launcher.kill_orphans((*death_watch)->pid());
+        launcher.kill_strays();
         if (signals) signals->cancel();
         (*store)->stop();
         io.stop();

@@ -2,19 +2,63 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace ddp::agent {
 namespace {
 
-// The watcher's whole life. Runs in the forked child; only async-signal-safe calls plus
-// a vector that was reserved before fork.
-[[noreturn]] void watcher_main(int read_fd, std::vector<pid_t>& groups) {
+bool read_exact(int fd, void* data, std::size_t size) {
+  auto* p = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t n = ::read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// True when the process environment holds every "KEY=VALUE" of `marks`.
+bool environ_has_all(pid_t pid, const std::vector<std::string>& marks) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  if (!in) return false;
+  std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  env.insert(env.begin(), '\0');
+  for (const auto& m : marks) {
+    if (env.find('\0' + m + '\0') == std::string::npos &&
+        !(env.size() >= m.size() + 1 && env.ends_with('\0' + m))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Processes that left the worker groups (setsid) but carry this job's environment.
+void kill_marked(const std::vector<std::string>& marks) {
+  if (marks.empty()) return;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid != ::getpid() && environ_has_all(pid, marks)) ::kill(pid, SIGKILL);
+  }
+}
+
+// The watcher's whole life, in the forked child (single-threaded, so it may allocate).
+[[noreturn]] void watcher_main(int read_fd) {
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
   }
@@ -31,25 +75,27 @@ namespace {
     ::dup2(devnull, 2);
   }
   // Keep only the pipe: sockets and worker pipes of the agent must not be held open here.
-  for (int fd = 3; fd < 1024; ++fd) {
-    if (fd != read_fd) ::close(fd);
-  }
-  int record = 0;
-  for (;;) {
-    ssize_t n = ::read(read_fd, &record, sizeof record);
-    if (n < 0 && errno == EINTR) continue;
-    if (n != static_cast<ssize_t>(sizeof record)) break;  // EOF: the agent is gone
+  ::syscall(SYS_close_range, 3U, static_cast<unsigned>(read_fd) - 1, 0U);
+  ::syscall(SYS_close_range, static_cast<unsigned>(read_fd) + 1, ~0U, 0U);
+
+  std::set<pid_t> groups;
+  std::vector<std::string> marks;
+  std::int32_t record = 0;
+  while (read_exact(read_fd, &record, sizeof record)) {  // false at EOF: the agent is gone
     if (record > 0) {
-      if (groups.size() < groups.capacity()) groups.push_back(record);
+      groups.insert(record);
+    } else if (record < 0) {
+      groups.erase(-record);
     } else {
-      for (auto& g : groups) {
-        if (g == -record) g = 0;
-      }
+      std::uint32_t size = 0;
+      if (!read_exact(read_fd, &size, sizeof size) || size > 4096) break;
+      std::string mark(size, '\0');
+      if (!read_exact(read_fd, mark.data(), size)) break;
+      marks.push_back(std::move(mark));
     }
   }
-  for (pid_t g : groups) {
-    if (g > 0) ::kill(-g, SIGKILL);
-  }
+  for (pid_t g : groups) ::kill(-g, SIGKILL);
+  kill_marked(marks);
   ::_exit(0);
 }
 
@@ -60,8 +106,6 @@ Result<std::unique_ptr<DeathWatch>> DeathWatch::start() {
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return io_error(std::string("death watch: pipe failed: ") + std::strerror(errno));
   }
-  std::vector<pid_t> groups;
-  groups.reserve(65536);
   // Blocked across fork so no handler of the agent runs in the watcher (see the launcher).
   sigset_t all, saved;
   sigfillset(&all);
@@ -76,7 +120,7 @@ Result<std::unique_ptr<DeathWatch>> DeathWatch::start() {
   }
   if (pid == 0) {
     ::close(fds[1]);
-    watcher_main(fds[0], groups);
+    watcher_main(fds[0]);
   }
   ::close(fds[0]);
   return std::unique_ptr<DeathWatch>(new DeathWatch(pid, fds[1]));
@@ -87,9 +131,27 @@ DeathWatch::~DeathWatch() { ::close(write_fd_); }
 void DeathWatch::add_group(pid_t pgid) { send(pgid); }
 void DeathWatch::remove_group(pid_t pgid) { send(-pgid); }
 
-void DeathWatch::send(int record) {
-  // A 4-byte write to a pipe is atomic; the watcher reads as fast as the agent spawns.
-  while (::write(write_fd_, &record, sizeof record) < 0 && errno == EINTR) {
+void DeathWatch::add_environment_mark(const std::string& key_value) {
+  std::string message(sizeof(std::int32_t) + sizeof(std::uint32_t), '\0');
+  std::int32_t tag = 0;
+  auto size = static_cast<std::uint32_t>(key_value.size());
+  std::memcpy(message.data(), &tag, sizeof tag);
+  std::memcpy(message.data() + sizeof tag, &size, sizeof size);
+  write_all(message + key_value);
+}
+
+void DeathWatch::send(std::int32_t record) {
+  write_all(std::string(reinterpret_cast<const char*>(&record), sizeof record));
+}
+
+void DeathWatch::write_all(const std::string& bytes) {
+  // Small writes to a pipe are atomic; the watcher reads as fast as the agent spawns.
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(write_fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the watcher is gone: nothing left to tell
+    done += static_cast<std::size_t>(n);
   }
 }
 

@@ -5,6 +5,10 @@
 // agent is gone, or destroyed this object) the watcher SIGKILLs every group still
 // registered, which takes grandchildren in those groups too, and exits.
 //
+// Processes that left those groups (setsid) are found by their environment: the watcher
+// also SIGKILLs every process whose environment holds all the "KEY=VALUE" marks given
+// (the agent marks TORCHELASTIC_RUN_ID and MASTER_PORT, unique while its store port is held).
+//
 // The watcher ignores the terminal's signals (INT, TERM, HUP, QUIT, USR1, USR2) so the
 // agent decides what happens to the workers while it lives.
 //
@@ -13,7 +17,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 
@@ -29,11 +35,13 @@ class DeathWatch {
 
   void add_group(pid_t pgid);
   void remove_group(pid_t pgid);
+  void add_environment_mark(const std::string& key_value);
   pid_t pid() const { return pid_; }
 
  private:
   DeathWatch(pid_t pid, int write_fd) : pid_(pid), write_fd_(write_fd) {}
-  void send(int record);
+  void send(std::int32_t record);
+  void write_all(const std::string& bytes);
   pid_t pid_;
   int write_fd_;
 };

@@ -244,7 +244,8 @@ void PosixProcessLauncher::reap() {
   }
 }
 
-void PosixProcessLauncher::kill_orphans(pid_t keep) {
+void PosixProcessLauncher::kill_strays() {
+  const pid_t keep = death_watch_ != nullptr ? death_watch_->pid() : 0;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
     std::ifstream in(task.path() / "children");

@@ -3,7 +3,7 @@
 // stdin from /dev/null, stdout/stderr through pipes read by Asio, exits heard through a
 // SIGCHLD signal_set and a waitpid(-1, WNOHANG) loop (no polling). The agent process is
 // made a child subreaper, so grandchildren orphaned by a worker are reparented here and
-// reaped (and killed by kill_orphans()).
+// reaped (and killed by kill_strays()).
 //
 // Threading: the io_context's single thread. Owns every pipe it opens; the observer must
 // outlive the launcher. Only one PosixProcessLauncher per process (it reaps every child).
@@ -36,8 +36,8 @@ class PosixProcessLauncher final : public ProcessLauncher {
   void release(int id) override;
 
   // SIGKILLs every child of this process that is not a live worker (re-parented
-  // grandchildren), except `keep` (the death watch). They are reaped as they die.
-  void kill_orphans(pid_t keep);
+  // grandchildren), except the death watch. They are reaped as they die.
+  void kill_strays() override;
 
  private:
   struct Child;

@@ -53,6 +53,10 @@ class ProcessLauncher {
 
   // Forgets `id`: stops reading its output. Call after its on_exit.
   virtual void release(int id) = 0;
+
+  // SIGKILLs what workers left behind outside their process groups (orphans re-parented to
+  // the agent), leaving live workers alone.
+  virtual void kill_strays() = 0;
 };
 
 }  // namespace ddp::agent

@@ -125,6 +125,7 @@ void Supervisor::end_attempt_groups() {
     launcher_.signal_group(r, SIGKILL);
     launcher_.release(r);
   }
+  launcher_.kill_strays();  // and what left the groups (setsid) but was re-parented here
 }
 
 void Supervisor::after_stop() {

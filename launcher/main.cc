@@ -2,9 +2,16 @@
 // agent. Bad input is one line on stderr and exit code 2, with nothing started.
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <random>
 #include <thread>
 
@@ -40,6 +47,22 @@ std::string random_run_id() {
   return id;
 }
 
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// The file-reading seam of parse_command_line ($PBS_NODEFILE, --hostfile).
+ddp::Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ddp::io_error("cannot open " + path + ": " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return ddp::io_error("cannot read " + path);
+  return text.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,6 +76,10 @@ int main(int argc, char** argv) {
   environment.gpus = inventory.get();
   environment.cpu_count = std::max(1u, std::thread::hardware_concurrency());
   environment.standalone_run_id = random_run_id();
+  environment.hostname = host_name();
+  std::error_code cwd_error;
+  environment.cwd = std::filesystem::current_path(cwd_error).string();
+  environment.read_file = read_text_file;
 
   auto invocation = ddp::launcher::parse_command_line(
       std::vector<std::string>(argv + 1, argv + argc), environment);

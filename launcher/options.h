@@ -37,9 +37,9 @@ struct LaunchEnvironment {
   // Cluster integration (launcher/cluster_options.cc): this machine's hostname (matched
   // against node lists), the working directory remote agents start in, and the seam that
   // reads the few files options name ($PBS_NODEFILE, --hostfile): called only for those.
-  std::string hostname;
-  std::string cwd;
-  std::function<Result<std::string>(const std::string& path)> read_file;
+  std::string hostname{};
+  std::string cwd{};
+  std::function<Result<std::string>(const std::string& path)> read_file{};
 };
 
 struct Invocation {

@@ -164,7 +164,7 @@ for n in $OPS_CLIENTS; do
   echo "| set/get/add ops/s, $n clients | ${t:-${R[torch.ops.$n]}} | ${d:-${R[ddp.ops.$n]}} | $(ratio "$d" "$t") |"
 done
 echo
-echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | ddp RSS MB (VmHWM) | ddp server CPU s |"
+echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | ddp RSS MB (VmHWM) | server CPU s PyTorch / ddp |"
 echo "|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
   tl=${R[torch.barrier.$n]}; dl=${R[ddp.barrier.$n]}
@@ -174,9 +174,12 @@ for n in $SIZES; do
   per=$(awk -v d="$d" -v n="$n" 'BEGIN { if (d == "") print "-"; else printf "%.0f", d / n * 1e6 }')
   rss=$(awk -v r="$(field rss_kb "$dl")" -v h="$(field hwm_kb "$dl")" \
           'BEGIN { if (r == "") print "-"; else printf "%.1f (%.1f)", r / 1024, h / 1024 }')
-  cpu=$(awk -v a="$(field server_cpu_connect_s "$dl")" -v b="$(field server_cpu_barrier_s "$dl")" \
-          'BEGIN { if (a == "") print "-"; else printf "%.2f", a + b }')
-  echo "| $n ($((2 * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $(ratio "$t" "$d")x | $per | $rss | $cpu |"
+  cpu=$(awk -v a="$(field server_cpu_connect_s "$tl")" -v b="$(field server_cpu_barrier_s "$tl")" \
+            -v c="$(field server_cpu_connect_s "$dl")" -v d="$(field server_cpu_barrier_s "$dl")" \
+          'BEGIN { printf "%s / %s", (a == "" ? "-" : sprintf("%.2f", a + b)),
+                                   (c == "" ? "-" : sprintf("%.2f", c + d)) }')
+  speedup=$(ratio "$t" "$d"); [[ $speedup == - ]] || speedup="${speedup}x"
+  echo "| $n ($((2 * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $per | $rss | $cpu |"
 done
 [[ -z $LIMIT_NOTE ]] || { echo; echo "$LIMIT_NOTE"; }
 echo

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -224,8 +225,6 @@ bool read_bytes(int fd, char want, int count) {
 int barrier_child(const Options& o, int n, const std::string& prefix, int from_parent,
                   int to_parent) {
   std::latch connected(n), go(1), returned(n), release(1);
-  std::atomic<bool> failed{false};
-  std::optional<std::string> error;
   std::thread coordinator([&] {
     connected.wait();
     write_bytes(to_parent, kConnected, 1);
@@ -236,36 +235,28 @@ int barrier_child(const Options& o, int n, const std::string& prefix, int from_p
     if (!read_bytes(from_parent, kRelease, 1)) std::_Exit(1);
     release.count_down();
   });
-  run_threads(
-      n,
-      [&](int) {
-        std::unique_ptr<c10d::TCPStore> store;
-        bool counted_connect = false, counted_return = false;
-        try {
-          store = connect(o);
-          connected.count_down();
-          counted_connect = true;
-          go.wait();
-          if (!failed && store->add(prefix + "count", 1) == o.clients) {
-            store->set(prefix + "done", {'1'});
-          }
-          if (!failed) store->wait({prefix + "done"});
-          returned.count_down();
-          counted_return = true;
-          release.wait();  // keep every connection open until the server's RSS is read
-        } catch (...) {
-          failed = true;
-          if (!counted_connect) connected.count_down();
-          if (!counted_return) returned.count_down();
-          throw;
-        }
-      },
-      &error, &failed);
-  coordinator.join();
-  if (error) {
-    std::fprintf(stderr, "store_load barrier: client error: %s\n", error->c_str());
-    return 1;
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&] {
+      try {
+        auto store = connect(o);
+        connected.count_down();
+        go.wait();
+        if (store->add(prefix + "count", 1) == o.clients) store->set(prefix + "done", {'1'});
+        store->wait({prefix + "done"});
+        returned.count_down();
+        release.wait();  // keep every connection open until the server's RSS is read
+      } catch (const std::exception& e) {
+        // The barrier cannot complete without this client: fail the whole child at once (the
+        // parent sees the pipe close and stops the other children).
+        std::fprintf(stderr, "store_load barrier: client error: %s\n", e.what());
+        std::_Exit(1);
+      }
+    });
   }
+  for (auto& t : threads) t.join();
+  coordinator.join();
   return 0;
 }
 
@@ -315,8 +306,11 @@ int run_barrier(const Options& o) {
     hwm_kb = status_kb(o.server_pid, "VmHWM");
   }
   if (ok) write_bytes(down[1], kRelease, procs);
-  ::close(down[1]);  // on failure, children blocked on a read see EOF and exit
+  ::close(down[1]);
   ::close(up[0]);
+  if (!ok) {
+    for (pid_t pid : children) ::kill(pid, SIGKILL);  // the others may be parked in a WAIT
+  }
   for (pid_t pid : children) {
     int status = 0;
     ::waitpid(pid, &status, 0);

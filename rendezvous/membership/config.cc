@@ -13,7 +13,8 @@ Status check_timeout(std::string_view name, Duration d) {
   if (d <= Duration::zero() || d > kMaxTimeout) {
     return invalid_argument(std::string(name) + " of " + ms(d) +
                             " is out of range; pass a positive duration of at most 30 days"
-                            " in --rdzv-conf " + std::string(name) + "=SECONDS");
+                            " in --rdzv-conf " +
+                            std::string(name) + "=SECONDS");
   }
   return Status::ok();
 }
@@ -42,7 +43,8 @@ Status validate(const Config& c) {
   }
   if (c.min_nodes > c.max_nodes) {
     return invalid_argument("min_nodes " + std::to_string(c.min_nodes) + " exceeds max_nodes " +
-                            std::to_string(c.max_nodes) + "; pass --nnodes MIN:MAX with MIN <= MAX");
+                            std::to_string(c.max_nodes) +
+                            "; pass --nnodes MIN:MAX with MIN <= MAX");
   }
   if (c.max_restarts > kMaxRestarts) {
     return invalid_argument("max_restarts " + std::to_string(c.max_restarts) +

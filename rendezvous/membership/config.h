@@ -18,8 +18,8 @@ using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 using Duration = std::chrono::milliseconds;
 
-inline constexpr std::uint32_t kMaxNodes = 1u << 20;        // bound on --nnodes MAX
-inline constexpr std::uint32_t kMaxRestarts = 1u << 20;     // bound on --max-restarts
+inline constexpr std::uint32_t kMaxNodes = 1u << 20;                  // bound on --nnodes MAX
+inline constexpr std::uint32_t kMaxRestarts = 1u << 20;               // bound on --max-restarts
 inline constexpr Duration kMaxTimeout = std::chrono::hours(24 * 30);  // bound on every timeout
 inline constexpr std::uint32_t kMaxKeepAliveAttempts = 1000;
 

@@ -1,8 +1,9 @@
 // Job: joining, round completion, heartbeats and deadlines. Stops and the end of the job
 // are in job_stop.cc.
+#include "rendezvous/membership/job.h"
+
 #include <algorithm>
 
-#include "rendezvous/membership/job.h"
 #include "rendezvous/membership/ranks.h"
 
 namespace ddp::membership {
@@ -27,6 +28,7 @@ void Job::trim_heartbeats() {
     auto it = members_.find(expiries_.front().second);
     if (it != members_.end() && it->second.expires == expiries_.front().first) break;
     expiries_.pop_front();
+    ++visits_;
   }
 }
 
@@ -87,12 +89,14 @@ void Job::complete_round(Events& out) {
   std::vector<RankCandidate> candidates;
   candidates.reserve(pending_count_);
   for (auto& [id, m] : members_) {
+    ++visits_;
     if (m.role == Role::kPending) {
       candidates.push_back({id, m.prev_group_rank, m.join_seq, m.info.local_world_size});
     }
   }
   RankPlan plan = plan_ranks(std::move(candidates), config_.max_nodes);
   for (NodeId id : plan.left_out) {
+    ++visits_;
     Member& m = members_.at(id);
     m.role = Role::kWaiting;
     m.prev_group_rank.reset();
@@ -112,15 +116,16 @@ void Job::complete_round(Events& out) {
   roster_ = plan.admitted;
   for (std::uint32_t rank = 0; rank < group_world_size; ++rank) {
     const NodeId id = plan.admitted[rank];
+    ++visits_;
     Member& m = members_.at(id);
     m.role = Role::kParticipant;
     m.group_rank = rank;
     m.prev_group_rank.reset();
     m.succeeded = false;
     m.stopped = false;
-    out.push_back({id, RoundComplete{round_, restart_count_, rank, group_world_size,
-                                     m.info.local_world_size, plan.rank_offset[rank],
-                                     plan.world_size, store_addr, store_port}});
+    out.push_back(
+        {id, RoundComplete{round_, restart_count_, rank, group_world_size, m.info.local_world_size,
+                           plan.rank_offset[rank], plan.world_size, store_addr, store_port}});
   }
 }
 
@@ -144,11 +149,12 @@ void Job::on_deadline(TimePoint now, Events& out) {
   while (state_ != State::kFinished && !expiries_.empty() && expiries_.front().first <= now_) {
     const auto [expires, id] = expiries_.front();
     expiries_.pop_front();
+    ++visits_;
     auto it = members_.find(id);
     if (it == members_.end() || it->second.expires != expires) continue;
     remove_node(id, GoneReason::kHeartbeatMissed,
-                "no message for " + std::to_string(config_.heartbeat_budget().count()) + "ms",
-                now_, out);
+                "no message for " + std::to_string(config_.heartbeat_budget().count()) + "ms", now_,
+                out);
   }
   if (state_ == State::kPending) {
     if ((last_call_ && *last_call_ <= now_) ||
@@ -161,6 +167,7 @@ void Job::on_deadline(TimePoint now, Events& out) {
           std::to_string(pending_count_) + " of min " + std::to_string(config_.min_nodes) +
           " nodes; start the missing nodes or raise --rdzv-conf join_timeout";
       for (const auto& [id, m] : members_) {
+        ++visits_;
         out.push_back({id, ErrorEvent{ErrorCode::kTimeout, message}});
       }
       finish(false, message, /*notify=*/false, out);

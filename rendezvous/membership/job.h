@@ -42,8 +42,8 @@ class Job {
   void join(NodeId id, NodeInfo info, TimePoint now, Events& out);
   // Any request refreshes the sender's heartbeat; this one does nothing else.
   void heartbeat(NodeId id, TimePoint now);
-  void report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures,
-                      TimePoint now, Events& out);
+  void report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures, TimePoint now,
+                      Events& out);
   void workers_stopped(NodeId id, std::uint64_t round, TimePoint now, Events& out);
   void report_success(NodeId id, std::uint64_t round, TimePoint now, Events& out);
   // The node is gone (LEAVE, closed connection); `why_text` adds detail, e.g. "SIGTERM".
@@ -67,6 +67,9 @@ class Job {
   std::int32_t exit_code() const { return exit_code_; }
   const std::string& finish_reason() const { return finish_reason_; }
   TimePoint finished_at() const { return finished_at_; }
+  // Member and record visits made by loops so far: lets tests check that work per request
+  // stays constant (a scan of all nodes per request would make a K-node job cost ~K^2).
+  std::uint64_t visits() const { return visits_; }
 
  private:
   enum class Role : std::uint8_t { kPending, kParticipant, kWaiting };
@@ -126,11 +129,13 @@ class Job {
   std::int32_t exit_code_ = 0;
   std::string finish_reason_;
   TimePoint finished_at_{};
+  mutable std::uint64_t visits_ = 0;
 };
 
 template <typename F>
 void Job::for_each_participant(F&& f) {
   for (NodeId id : roster_) {
+    ++visits_;
     auto it = members_.find(id);
     if (it != members_.end() && it->second.role == Role::kParticipant) f(id, it->second);
   }

@@ -23,6 +23,7 @@ std::int32_t failure_exit_code(const std::optional<Failure>& root_cause) {
 std::optional<Failure> Job::earliest_failure() const {
   const Failure* best = nullptr;
   for (const Failure& f : failures_) {
+    ++visits_;
     if (!best || std::tie(f.time, f.rank) < std::tie(best->time, best->rank)) best = &f;
   }
   if (!best) return std::nullopt;
@@ -48,8 +49,8 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
       std::string detail = describe(m) + " reported a worker failure";
       if (auto first = earliest_failure()) {
         detail = "worker rank " + std::to_string(first->rank) + " on node " + first->node_key +
-                 " (group rank " + std::to_string(first->group_rank) +
-                 ") failed with exit code " + std::to_string(first->exit_code);
+                 " (group rank " + std::to_string(first->group_rank) + ") failed with exit code " +
+                 std::to_string(first->exit_code);
       }
       begin_stop(StopReason::kWorkerFailed, /*counts=*/true, std::move(detail), out);
     } else {
@@ -99,7 +100,7 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
   if (it == members_.end() || state_ == State::kFinished) return;
   const Member m = std::move(it->second);
   members_.erase(it);
-  const char* how = why == GoneReason::kLeft                ? "left"
+  const char* how = why == GoneReason::kLeft               ? "left"
                     : why == GoneReason::kConnectionClosed ? "closed its connection"
                     : why == GoneReason::kHeartbeatMissed  ? "missed its heartbeats"
                                                            : "did not stop its workers";
@@ -183,6 +184,7 @@ void Job::maybe_finish_stop(Events& out) {
     m.prev_group_rank = m.group_rank;
   });
   for (auto& [id, m] : members_) {
+    ++visits_;
     if (m.role == Role::kWaiting) m.role = Role::kPending;
   }
   pending_count_ = participant_count_ + waiting_count_;
@@ -204,6 +206,7 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
       out.push_back({id, JobFinished{exit_code_, finish_reason_, root}});
     });
     for (const auto& [id, m] : members_) {
+      ++visits_;
       if (m.role != Role::kParticipant) others.emplace_back(m.join_seq, id);
     }
     std::sort(others.begin(), others.end());

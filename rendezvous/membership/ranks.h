@@ -27,7 +27,7 @@ struct RankPlan {
   std::vector<NodeId> admitted;            // index = group rank
   std::vector<std::uint64_t> rank_offset;  // same length as admitted
   std::uint64_t world_size = 0;
-  std::vector<NodeId> left_out;            // beyond max_nodes, in rank-rule order
+  std::vector<NodeId> left_out;  // beyond max_nodes, in rank-rule order
 };
 
 // O(n log n) in the number of candidates.

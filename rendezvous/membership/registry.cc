@@ -46,8 +46,7 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   if (Status s = validate_join(request); !s) return {error_to(conn, s)};
   if (Job* bound = job_of(conn); bound && bound->has_node(conn)) {
     return {error_to(conn, invalid_argument("this connection already joined job '" +
-                                            bound->run_id() +
-                                            "'; open one connection per agent"))};
+                                            bound->run_id() + "'; open one connection per agent"))};
   }
   auto [it, created] = jobs_.try_emplace(request.run_id);
   if (created) {
@@ -55,9 +54,9 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   } else if (it->second.job->state() != Job::State::kFinished) {
     const std::string diff = config_mismatch(request.config, it->second.job->config());
     if (!diff.empty()) {
-      return {error_to(conn, invalid_argument(
-                                 "node " + request.node.node_key + " joins job '" +
-                                 request.run_id + "' with a different configuration: " + diff +
+      return {error_to(
+          conn, invalid_argument("node " + request.node.node_key + " joins job '" + request.run_id +
+                                 "' with a different configuration: " + diff +
                                  "; every node must pass the same --nnodes, --max-restarts"
                                  " and --rdzv-conf"))};
     }
@@ -111,7 +110,7 @@ Events Registry::connection_closed(NodeId conn, TimePoint now) {
   return out;
 }
 
-void Registry::update(const std::string& run_id) {
+void Registry::update(std::string run_id) {
   auto it = jobs_.find(run_id);
   if (it == jobs_.end()) return;
   Entry& e = it->second;

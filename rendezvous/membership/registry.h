@@ -51,7 +51,7 @@ class Registry {
   Events join(NodeId conn, JoinRequest request, TimePoint now);
   Job* job_of(NodeId conn);
   // Re-files the job's deadline after an input; erases an empty job that never ran.
-  void update(const std::string& run_id);
+  void update(std::string run_id);  // a copy: the job owning the string may be erased
 
   RegistryOptions options_;
   std::unordered_map<std::string, Entry> jobs_;

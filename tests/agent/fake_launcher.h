@@ -29,6 +29,8 @@ class FakeLauncher final : public ProcessLauncher {
     log.push_back("release " + std::to_string(id));
   }
 
+  void kill_strays() override { log.push_back("kill strays"); }
+
   int fail_spawn_of = -1;
   std::map<int, pid_t> live;
   std::map<int, LaunchSpec> specs;

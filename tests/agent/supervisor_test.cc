@@ -64,7 +64,8 @@ TEST_CASE("a failure stops the others, then restarts with the next attempt", "[s
   CHECK_FALSE(h.outcome);
   h.supervisor.on_exit(0, ExitStatus::killed(SIGTERM));
   // Teardown before the new attempt: every group killed and released, then spawn.
-  CHECK(h.index_of("release 1") < h.index_of("attempt 1"));
+  CHECK(h.index_of("release 1") < h.index_of("kill strays"));
+  CHECK(h.index_of("kill strays") < h.index_of("attempt 1"));
   CHECK(h.index_of("attempt 1") < static_cast<std::ptrdiff_t>(h.launcher.log.size()));
   CHECK(h.attempts == std::vector<int>{0, 1});
   CHECK(h.supervisor.attempt() == 1);

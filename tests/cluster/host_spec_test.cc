@@ -33,13 +33,13 @@ std::string file_error(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("--hosts: names with optional slots", "[cluster][hosts]") {
+TEST_CASE("hosts option: names with optional slots", "[cluster][hosts]") {
   auto r = parse_hosts_option("h1,h2:4,10.0.0.3:2,[fd00::2]:8,[fd00::3],n-1.example_x");
   REQUIRE(r);
   CHECK(render(*r) == "h1=- h2=4 10.0.0.3=2 fd00::2=8 fd00::3=- n-1.example_x=-");
 }
 
-TEST_CASE("--hosts: bad items are errors naming them", "[cluster][hosts]") {
+TEST_CASE("hosts option: bad items are errors naming them", "[cluster][hosts]") {
   CHECK_THAT(hosts_error(""), Catch::Contains("is empty"));
   CHECK_THAT(hosts_error("h1,,h2"), Catch::Contains("is empty"));
   CHECK_THAT(hosts_error("h1:0"), Catch::Contains("slots must be a number from 1"));

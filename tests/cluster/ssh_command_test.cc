@@ -161,7 +161,7 @@ TEST_CASE("ssh argv: batch mode, port, identity, user, then -- host command", "[
   CHECK_FALSE(parse_ssh_command("ssh -o 'User=x'"));
 }
 
-TEST_CASE("--forward-env: names and prefixes select variables", "[cluster][ssh]") {
+TEST_CASE("forward-env option: names and prefixes select variables", "[cluster][ssh]") {
   auto patterns = parse_forward_env("NCCL_*,PYTHONPATH,X");
   REQUIRE(patterns);
   Environment env{{"NCCL_DEBUG", "INFO"}, {"NCCL_IB_HCA", "mlx5"}, {"NCCLX", "no"},

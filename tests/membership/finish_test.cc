@@ -68,8 +68,8 @@ TEST_CASE("a late joiner after the end gets a clear job-finished error", "[finis
   h.send(1, ReportSuccess{1});
   h.send(2, ReportSuccess{1});
   const ErrorEvent err = only_for<ErrorEvent>(h.join(9), 9);
-  CHECK_THAT(err.message, Catch::Contains("job 'job' finished") &&
-                              Catch::Contains("different --rdzv-id"));
+  CHECK_THAT(err.message,
+             Catch::Contains("job 'job' finished") && Catch::Contains("different --rdzv-id"));
   // Once the retention is over the run id is free again.
   h.run_for(RegistryOptions{}.finished_retention);
   CHECK(h.registry.find("job") == nullptr);
@@ -93,6 +93,17 @@ TEST_CASE("requests after the end are ignored", "[finish]") {
   CHECK(h.send(1, ReportFailure{1, {failure(0, 1, 1)}}).empty());
   CHECK(h.close(2).empty());
   CHECK(h.job().exit_code() == 0);
+}
+
+TEST_CASE("the failed job's exit code follows the root cause", "[finish]") {
+  auto code = [](std::int32_t exit_code) { return failure_exit_code(failure(0, exit_code, 1)); };
+  CHECK(code(3) == 3);
+  CHECK(code(255) == 255);
+  CHECK(code(-9) == 137);   // SIGKILL, as a shell reports it
+  CHECK(code(-15) == 143);  // SIGTERM
+  CHECK(code(0) == 1);      // a "failure" that exited 0 still fails the job
+  CHECK(code(300) == 1);
+  CHECK(failure_exit_code(std::nullopt) == 1);  // e.g. a node lost with no restarts left
 }
 
 }  // namespace

@@ -59,7 +59,11 @@ class Harness {
   }
   Events run_for(Duration d) { return run_until(now + d); }
 
-  const Job& job(const std::string& run = "job") const { return *registry.find(run); }
+  const Job& job(const std::string& run = "job") const {
+    const Job* j = registry.find(run);
+    if (j == nullptr) throw std::runtime_error("the registry has no job '" + run + "'");
+    return *j;
+  }
 };
 
 // The payloads of type T in `events`, with their recipients, in order.

@@ -10,7 +10,7 @@ namespace {
 // Nodes 1..n joined; the round is running (n == MAX, or after the last call).
 void start(Harness& h, int n) {
   for (int i = 1; i <= n; ++i) h.join(static_cast<NodeId>(i));
-  h.run_for(h.config.last_call_timeout);
+  if (h.job().state() == Job::State::kPending) h.run_for(h.config.last_call_timeout);
   REQUIRE(h.job().state() == Job::State::kRunning);
 }
 
@@ -83,6 +83,7 @@ TEST_CASE("a silent node is gone after the heartbeat budget, not before", "[rest
 TEST_CASE("heartbeats keep a node alive indefinitely", "[restart]") {
   Harness h;
   h.config.keep_alive_interval = 1s;
+  h.config.max_nodes = 2;  // starts at once, before the 3 s budget of the joins runs out
   start(h, 2);
   for (int i = 0; i < 100; ++i) {
     CHECK(h.run_for(1s).empty());
@@ -92,8 +93,7 @@ TEST_CASE("heartbeats keep a node alive indefinitely", "[restart]") {
   CHECK(h.job().state() == Job::State::kRunning);
 }
 
-TEST_CASE("a failure is pushed to all and counts once however many nodes report it",
-          "[restart]") {
+TEST_CASE("a failure is pushed to all and counts once however many nodes report it", "[restart]") {
   Harness h;
   start(h, 3);
   Events e = h.send(2, ReportFailure{1, {failure(1, 3, 2'000)}});
@@ -115,8 +115,7 @@ TEST_CASE("a failure is pushed to all and counts once however many nodes report 
   CHECK(h.job().state() == Job::State::kRunning);
 }
 
-TEST_CASE("restarts exhausted: the job fails with the earliest failure across nodes",
-          "[restart]") {
+TEST_CASE("restarts exhausted: the job fails with the earliest failure across nodes", "[restart]") {
   Harness h;
   h.config.max_restarts = 0;
   start(h, 2);
@@ -182,6 +181,34 @@ TEST_CASE("a SIGTERMed agent's LEAVE is a lost node, not the end of the job", "[
   e = h.join(4);
   CHECK(only_for<Joined>(e, 4).waiting);
   CHECK(of_type<StopWorkers>(e).size() == 2);
+}
+
+TEST_CASE("a node arriving during a stop joins the next round without another stop", "[restart]") {
+  Harness h;
+  start(h, 2);
+  h.send(1, ReportFailure{1, {failure(0, 1, 1)}});
+  Events e = h.join(3);
+  CHECK(only_for<Joined>(e, 3) == Joined{2, true});
+  CHECK(of_type<StopWorkers>(e).empty());
+  e = h.send(2, WorkersStopped{1});
+  CHECK(only_for<RoundComplete>(e, 3).group_rank == 2);
+  CHECK(h.job().restart_count() == 1);
+}
+
+TEST_CASE("a clock reading earlier than one already seen counts as the one seen", "[restart]") {
+  Harness h;
+  h.config.keep_alive_interval = 1s;
+  h.config.max_nodes = 2;
+  start(h, 2);
+  h.now += 2s;
+  h.heartbeat(1);
+  h.now -= 2s;  // a caller bug or a reordered input must not move deadlines backwards
+  h.heartbeat(2);
+  h.now += 2s;
+  // Both were last heard at +2 s: neither is gone before +5 s.
+  CHECK(h.run_until(h.now + 3s - 1ms).empty());
+  CHECK(of_type<StopWorkers>(h.run_for(1ms)).size() == 1);  // the first gone stops the other
+  CHECK(h.job().state() == Job::State::kFinished);          // then it is gone too
 }
 
 }  // namespace

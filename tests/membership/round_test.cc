@@ -26,7 +26,8 @@ TEST_CASE("a round completes at once when MAX nodes have joined", "[round]") {
 TEST_CASE("after MIN nodes the round completes last_call_timeout later", "[round]") {
   Harness h;
   h.join(1);
-  CHECK(h.registry.next_deadline() == h.now + h.config.join_timeout);  // only the join bound
+  // Below MIN: the heartbeat budget (30 s), then the join bound (60 s); no last call.
+  CHECK(h.registry.next_deadline() == h.now + h.config.heartbeat_budget());
   h.join(2);
   const TimePoint last_call = h.now + h.config.last_call_timeout;
   CHECK(h.registry.next_deadline() == last_call);

@@ -1,5 +1,7 @@
-// 4000 nodes through a whole job: the work per request must not grow with the job. Checked
-// two ways: events are linear (no per-join broadcast), and the time is far under the bound.
+// K nodes through a whole job (join, heartbeat, a failure fanned out to all, restart, success):
+// the work per request must not grow with the job. Checked by counting the loop visits the
+// state machine makes (deterministic: a per-request scan of all nodes would make it ~K^2),
+// by the event count (no per-join broadcast), and by wall time against a generous bound.
 #include <catch2/catch.hpp>
 #include <chrono>
 
@@ -8,44 +10,49 @@
 namespace ddp::membership::test {
 namespace {
 
-// Runs a K-node job: K joins, K heartbeats, K successes. Returns the number of events and
-// the wall time taken.
-std::pair<std::size_t, std::chrono::nanoseconds> run_job(std::uint32_t k) {
+struct Cost {
+  std::size_t events = 0;
+  std::uint64_t visits = 0;
+  std::chrono::nanoseconds took{};
+};
+
+Cost run_job(std::uint32_t k) {
   Harness h;
   h.config.min_nodes = h.config.max_nodes = k;
-  std::size_t events = 0;
+  h.config.max_restarts = 1;
+  Cost cost;
+  auto count = [&cost](const Events& e) { cost.events += e.size(); };
   const auto start = std::chrono::steady_clock::now();
-  for (NodeId id = 1; id <= k; ++id) events += h.join(id, 8).size();
+  for (NodeId id = 1; id <= k; ++id) count(h.join(id, 8));
   REQUIRE(h.job().state() == Job::State::kRunning);
   h.now += 1s;
-  for (NodeId id = 1; id <= k; ++id) events += h.heartbeat(id).size();
-  for (NodeId id = 1; id <= k; ++id) events += h.send(id, ReportSuccess{1}).size();
-  const auto took = std::chrono::steady_clock::now() - start;
+  for (NodeId id = 1; id <= k; ++id) count(h.heartbeat(id));
+  count(h.send(k, ReportFailure{1, {failure(8 * (k - 1), 1, 1)}}));
+  for (NodeId id = 1; id < k; ++id) count(h.send(id, WorkersStopped{1}));
+  REQUIRE(h.job().round() == 2);
+  for (NodeId id = 1; id <= k; ++id) count(h.send(id, ReportSuccess{2}));
+  cost.took = std::chrono::steady_clock::now() - start;
   REQUIRE(h.job().state() == Job::State::kFinished);
-  return {events, took};
+  cost.visits = h.job().visits();
+  return cost;
 }
 
-TEST_CASE("4000 nodes: linear events and well under a second", "[scale]") {
-  const auto [events, took] = run_job(4000);
-  CHECK(events == 3 * 4000);  // Joined + RoundComplete + JobFinished per node, nothing more
-  const double ms = std::chrono::duration<double, std::milli>(took).count();
+TEST_CASE("a 4000-node job: linear events and loop visits, well under a second", "[scale]") {
+  const Cost c = run_job(4000);
+  // Joined, RoundComplete x2, StopWorkers, JobFinished per node; nothing else.
+  CHECK(c.events == 5 * 4000);
+  INFO("loop visits: " << c.visits);
+  CHECK(c.visits <= 12 * 4000);
+  const double ms = std::chrono::duration<double, std::milli>(c.took).count();
   INFO("4000-node job took " << ms << " ms");
   CHECK(ms < 1000.0);
 }
 
-TEST_CASE("16000 nodes take far less than 16x the time of 4000 would if quadratic",
-          "[scale]") {
-  // Best of three to damp noise from the other processes on this machine. Quadratic work
-  // would make the ratio ~16; linear (n log n for the one sort) ~4. Bound: 9.
-  auto best = [](std::uint32_t k) {
-    auto t = run_job(k).second;
-    for (int i = 0; i < 2; ++i) t = std::min(t, run_job(k).second);
-    return std::chrono::duration<double>(t).count();
-  };
-  const double small = best(4000);
-  const double large = best(16000);
-  INFO("4000: " << small * 1e3 << " ms, 16000: " << large * 1e3 << " ms");
-  CHECK(large / small < 9.0);
+TEST_CASE("loop visits per node stay constant from 1000 to 16000 nodes", "[scale]") {
+  const double per_node_1k = static_cast<double>(run_job(1000).visits) / 1000;
+  const double per_node_16k = static_cast<double>(run_job(16000).visits) / 16000;
+  INFO("visits per node: " << per_node_1k << " at 1000, " << per_node_16k << " at 16000");
+  CHECK(per_node_16k <= per_node_1k * 1.05);
 }
 
 }  // namespace

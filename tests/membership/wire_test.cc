@@ -79,8 +79,7 @@ TEST_CASE("every push round-trips and every prefix of it is incomplete", "[wire]
     CHECK(d.message == p);
     CHECK(d.consumed == bytes.size());
     for (std::size_t n = 0; n < bytes.size(); ++n) {
-      REQUIRE(decode_push(std::string_view(bytes).substr(0, n)).state ==
-              DecodeState::kIncomplete);
+      REQUIRE(decode_push(std::string_view(bytes).substr(0, n)).state == DecodeState::kIncomplete);
     }
   }
 }
@@ -94,34 +93,38 @@ TEST_CASE("byte layout: host-order integers and u64-length strings", "[wire]") {
   CHECK(j == std::string("\x90\x01\0\0\0\0\0\0\0\x01", 10));
 }
 
-std::string put_u64(std::uint64_t v) {
-  std::string s(8, '\0');
-  std::memcpy(s.data(), &v, 8);
+// `type` then the u64 values, as raw bytes.
+std::string frame(char type, std::initializer_list<std::uint64_t> words) {
+  std::string s(1, type);
+  for (std::uint64_t v : words) {
+    char bytes[8];
+    std::memcpy(bytes, &v, 8);
+    s.append(bytes, 8);
+  }
   return s;
 }
 
 TEST_CASE("oversized lengths are errors before any allocation", "[wire]") {
   // A LEAVE declaring an 8 EiB reason, with none of it present.
-  Decoded<Request> d = decode_request("\x85" + put_u64(1ULL << 63));
+  Decoded<Request> d = decode_request(frame('\x85', {1ULL << 63}));
   CHECK(d.state == DecodeState::kError);
   CHECK_THAT(d.error, Catch::Contains("leave reason of 9223372036854775808 bytes exceeds"));
   // A JOIN whose run id is over the name limit.
-  d = decode_request("\x80" + put_u64(5000));
+  d = decode_request(frame('\x80', {5000}));
   CHECK_THAT(d.error, Catch::Contains("run_id of 5000 bytes exceeds the limit of 1024"));
   // Too many failures in one report.
-  d = decode_request("\x82" + put_u64(1) + put_u64(4097));
+  d = decode_request(frame('\x82', {1, 4097}));
   CHECK(d.state == DecodeState::kError);
   CHECK_THAT(d.error, Catch::Contains("4097 failures exceed the limit of 4096"));
   // Many small fields adding up past the whole-message limit.
   WireLimits tight;
   tight.max_message_bytes = 64;
-  d = decode_request("\x85" + put_u64(100), tight);
+  d = decode_request(frame('\x85', {100}), tight);
   CHECK_THAT(d.error, Catch::Contains("exceeds the limit"));
 }
 
-TEST_CASE("a report declaring many failures but holding few is incomplete, not a crash",
-          "[wire]") {
-  const Decoded<Request> d = decode_request("\x82" + put_u64(1) + put_u64(4096));
+TEST_CASE("a report declaring many failures but holding few is incomplete, not a crash", "[wire]") {
+  const Decoded<Request> d = decode_request(frame('\x82', {1, 4096}));
   CHECK(d.state == DecodeState::kIncomplete);
 }
 

@@ -1,12 +1,13 @@
 // Checkpoints: written by rank 0 atomically, loadable by plain single-process code, and a
 // faithful resume (model, optimizer, train state, RNG).
+#include "ddp/checkpoint.h"
+
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "ddp/checkpoint.h"
 #include "ddp/data_parallel.h"
 #include "rank_threads.h"
 
@@ -19,8 +20,8 @@ torch::nn::Sequential make_net(std::uint64_t seed) {
 }
 
 struct TempDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("ddp_ckpt_test_" + std::to_string(::getpid()));
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("ddp_ckpt_test_" + std::to_string(::getpid()));
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 

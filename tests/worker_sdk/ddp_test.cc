@@ -36,7 +36,8 @@ Mlp make_model(std::uint64_t seed) {
 // Models are built on the main thread: the global CPU generator is shared by the rank threads.
 std::vector<Mlp> make_models(bool distinct) {
   std::vector<Mlp> nets;
-  for (int r = 0; r < kWorld; ++r) nets.push_back(make_model(distinct ? 1 + static_cast<std::uint64_t>(r) : 1));
+  for (int r = 0; r < kWorld; ++r)
+    nets.push_back(make_model(distinct ? 1 + static_cast<std::uint64_t>(r) : 1));
   return nets;
 }
 
@@ -48,7 +49,9 @@ torch::Tensor global_targets(int micro) {
   auto gen = at::detail::createCPUGenerator(200 + micro);
   return torch::randn({kWorld * kPerRank, 4}, gen);
 }
-torch::Tensor local(const torch::Tensor& t, int rank) { return t.narrow(0, rank * kPerRank, kPerRank); }
+torch::Tensor local(const torch::Tensor& t, int rank) {
+  return t.narrow(0, rank * kPerRank, kPerRank);
+}
 
 double max_rel_err(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
@@ -64,7 +67,7 @@ struct Results {
     for (auto& p : m->parameters()) {
       params[static_cast<std::size_t>(rank)].push_back(p.detach().clone());
       grads[static_cast<std::size_t>(rank)].push_back(p.grad().defined() ? p.grad().clone()
-                                                                          : torch::Tensor());
+                                                                         : torch::Tensor());
     }
   }
 };
@@ -87,7 +90,8 @@ void run_one_step(std::size_t bucket_cap) {
   ddp::testing::run_ranks(kWorld, [&](ddp::WorkerContext& ctx) {
     Mlp net = nets[static_cast<std::size_t>(ctx.rank())];
     ddp::DistributedDataParallel<Mlp> model(net, ctx, {.bucket_cap_bytes = bucket_cap});
-    if (bucket_cap < 1000) ddp::testing::expect(model.reducer().bucket_count() > 2, "several buckets");
+    if (bucket_cap < 1000)
+      ddp::testing::expect(model.reducer().bucket_count() > 2, "several buckets");
     torch::optim::SGD opt(net->parameters(), 0.1);
     auto out = model.forward(local(global_inputs(0), ctx.rank()));
     torch::mse_loss(out, local(global_targets(0), ctx.rank())).backward();
@@ -145,12 +149,15 @@ TEST_CASE("ddp: a parameter without gradient on some ranks gets the average of t
   std::vector<torch::Tensor> expected;
   for (int r = 0; r < kWorld; ++r) {
     Mlp alone = make_model(1);
-    torch::mse_loss(alone->forward(local(global_inputs(0), r), r == 1),
-                    local(global_targets(0), r)).backward();
+    torch::mse_loss(alone->forward(local(global_inputs(0), r), r == 1), local(global_targets(0), r))
+        .backward();
     auto ps = alone->parameters();
     for (std::size_t i = 0; i < ps.size(); ++i) {
       auto g = ps[i].grad().defined() ? ps[i].grad() : torch::zeros_like(ps[i]);
-      if (r == 0) expected.push_back(g / kWorld); else expected[i] += g / kWorld;
+      if (r == 0)
+        expected.push_back(g / kWorld);
+      else
+        expected[i] += g / kWorld;
     }
   }
   for (int r = 0; r < kWorld; ++r) {
@@ -173,11 +180,13 @@ TEST_CASE("ddp: no_sync accumulates locally and the next backward averages the s
     {
       auto guard = model.no_sync();
       torch::mse_loss(model.forward(local(global_inputs(0), ctx.rank())),
-                      local(global_targets(0), ctx.rank())).backward();
+                      local(global_targets(0), ctx.rank()))
+          .backward();
     }
     ddp::testing::expect(model.reducer().reductions() == 0, "no reduction under no_sync");
     torch::mse_loss(model.forward(local(global_inputs(1), ctx.rank())),
-                    local(global_targets(1), ctx.rank())).backward();
+                    local(global_targets(1), ctx.rank()))
+        .backward();
     ddp::testing::expect(model.reducer().reductions() == 1, "one reduction after no_sync");
     opt.step();
     results.record(ctx.rank(), net);

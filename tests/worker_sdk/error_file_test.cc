@@ -1,11 +1,12 @@
+#include "ddp/error_file.h"
+
 #include <c10/util/Exception.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-
-#include "ddp/error_file.h"
 
 namespace {
 
@@ -53,8 +54,7 @@ TEST_CASE("error file: written atomically to the path, replacing an old one") {
   std::ifstream in(path);
   auto doc = nlohmann::json::parse(in);
   CHECK(doc["message"]["message"] == "std::runtime_error: loss is nan at step 7");
-  CHECK_THAT(doc["message"]["extraInfo"]["py_callstack"].get<std::string>(),
-             Catch::Contains("#0"));
+  CHECK_THAT(doc["message"]["extraInfo"]["py_callstack"].get<std::string>(), Catch::Contains("#0"));
   CHECK(std::distance(std::filesystem::directory_iterator(dir),
                       std::filesystem::directory_iterator()) == 1);  // no temporary left
   auto bad = ddp::write_error_file((dir / "missing" / "e.json").string(), report);

@@ -1,5 +1,7 @@
 // The sampler must match torch.utils.data.DistributedSampler index for index. The expected
 // lists come from running PyTorch itself (Debian's python3-torch), not from pasted output.
+#include "ddp/sampler.h"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -7,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-
-#include "ddp/sampler.h"
 
 namespace {
 
@@ -69,8 +69,8 @@ TEST_CASE("sampler: identical to torch.utils.data.DistributedSampler") {
                                        .drop_last = c["drop_last"].get<bool>()});
       sampler.set_epoch(c["epoch"].get<std::int64_t>());
       auto expected = c["ranks"][static_cast<std::size_t>(r)].get<std::vector<std::int64_t>>();
-      INFO("n=" << c["n"] << " replicas=" << c["replicas"] << " rank=" << r << " seed="
-                << c["seed"] << " epoch=" << c["epoch"] << " drop_last=" << c["drop_last"]
+      INFO("n=" << c["n"] << " replicas=" << c["replicas"] << " rank=" << r << " seed=" << c["seed"]
+                << " epoch=" << c["epoch"] << " drop_last=" << c["drop_last"]
                 << " shuffle=" << c["shuffle"]);
       REQUIRE(sampler.indices() == expected);
       REQUIRE(sampler.num_samples() == static_cast<std::int64_t>(expected.size()));

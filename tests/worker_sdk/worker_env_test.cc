@@ -1,7 +1,7 @@
+#include "ddp/worker_env.h"
+
 #include <catch2/catch.hpp>
 #include <map>
-
-#include "ddp/worker_env.h"
 
 namespace {
 

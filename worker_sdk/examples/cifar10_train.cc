@@ -7,9 +7,9 @@
 // prints one line per epoch: loss, accuracy and samples/s over all ranks. With
 // --checkpoint-dir a checkpoint is written after every epoch (and every --checkpoint-every
 // steps); a restarted worker (TORCHELASTIC_RESTART_COUNT > 0) resumes from it.
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -73,9 +73,14 @@ Dataset load_cifar10(const std::string& dir) {
   Dataset d;
   d.labels = raw.select(1, 0).to(torch::kLong);
   if (d.labels.max().item<std::int64_t>() > 9) {
-    throw std::runtime_error("label > 9 in " + dir + ": not CIFAR-10 (cifar-100 has 2 label bytes)");
+    throw std::runtime_error("label > 9 in " + dir +
+                             ": not CIFAR-10 (cifar-100 has 2 label bytes)");
   }
-  d.images = raw.narrow(1, 1, 3072).to(torch::kFloat).div_(255.0).sub_(0.5).div_(0.25)
+  d.images = raw.narrow(1, 1, 3072)
+                 .to(torch::kFloat)
+                 .div_(255.0)
+                 .sub_(0.5)
+                 .div_(0.25)
                  .view({n, 3, 32, 32});
   return d;
 }
@@ -102,7 +107,8 @@ struct BlockImpl : torch::nn::Module {
     register_module("bn2", bn2);
     if (stride != 1 || in != out) {
       shortcut = register_module(
-          "shortcut", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
+          "shortcut",
+          torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)));
     }
   }
   torch::Tensor forward(const torch::Tensor& x) {
@@ -217,7 +223,8 @@ int run(const Flags& flags) {
       }
     }
     auto totals = ddp::all_reduce_metrics(ctx, {loss_sum, correct, seen}, ddp::ReduceOp::kSum);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char line[256];
     std::snprintf(line, sizeof line, "epoch %lld/%d loss %.4f accuracy %.4f samples/s %.1f",
                   static_cast<long long>(epoch + 1), flags.epochs, totals[0] / totals[2],

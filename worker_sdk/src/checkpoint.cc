@@ -1,7 +1,7 @@
 #include "ddp/checkpoint.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <unistd.h>
@@ -45,7 +45,9 @@ Checkpointer::Checkpointer(const WorkerContext& ctx, std::string dir)
   if (ctx_.is_rank0()) std::filesystem::create_directories(dir_);
 }
 
-std::string Checkpointer::path() const { return (std::filesystem::path(dir_) / kFileName).string(); }
+std::string Checkpointer::path() const {
+  return (std::filesystem::path(dir_) / kFileName).string();
+}
 
 bool Checkpointer::exists() const { return std::filesystem::exists(path()); }
 

@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <vector>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <typeinfo>
+#include <vector>
 
 namespace ddp {
 namespace {
@@ -82,8 +82,10 @@ void terminate_handler() {
   std::string trace = current_stack_trace();
   std::exception_ptr error = std::current_exception();
   ErrorReport report = error ? make_error_report(error, trace)
-                             : ErrorReport{"std::terminate", "terminate called without an "
-                                           "active exception", trace};
+                             : ErrorReport{"std::terminate",
+                                           "terminate called without an "
+                                           "active exception",
+                                           trace};
   std::fprintf(stderr, "[ddp worker] uncaught %s: %s\n%s\n", report.type.c_str(),
                report.message.c_str(), report.traceback.c_str());
   const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");

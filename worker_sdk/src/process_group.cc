@@ -1,11 +1,13 @@
 #include "ddp/process_group.h"
 
+#include <torch/cuda.h>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/cuda.h>
 #ifdef DDP_WITH_NCCL
 #include <c10/cuda/CUDAFunctions.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -21,7 +23,7 @@ constexpr const char* kFirstGroupName = "0";
 constexpr const char* kInitBarrierKey = "store_based_barrier_key:1";
 
 c10::intrusive_ptr<c10d::Store> connect_store(const WorkerEnv& env,
-                                             std::chrono::milliseconds timeout) {
+                                              std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions opts;
   opts.port = env.master_port;
   opts.numWorkers = static_cast<std::size_t>(env.world_size);
@@ -127,8 +129,8 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
       c10::cuda::set_device(static_cast<c10::DeviceIndex>(env->local_rank));
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = options.timeout;
-      group = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env->rank,
-                                                          env->world_size, nccl_options);
+      group = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env->rank, env->world_size,
+                                                          nccl_options);
 #endif
     } else {
       group = make_gloo_group(group_store, env->rank, env->world_size, options.timeout);
@@ -139,9 +141,8 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
     store->add(kInitBarrierKey, 1);
     group->setSequenceNumberForGroup();
   } catch (const std::exception& e) {
-    return timeout_error("building the process group failed for rank " +
-                         std::to_string(env->rank) + " of " + std::to_string(env->world_size) +
-                         ": " + e.what());
+    return timeout_error("building the process group failed for rank " + std::to_string(env->rank) +
+                         " of " + std::to_string(env->world_size) + ": " + e.what());
   }
   return std::make_unique<WorkerContext>(std::move(*env), std::move(store), std::move(group),
                                          backend);

@@ -60,10 +60,11 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
     if (!p.requires_grad()) continue;
     if (!p.is_leaf()) throw std::invalid_argument("DDP parameters must be leaf tensors");
     std::size_t size = static_cast<std::size_t>(p.numel()) * p.element_size();
-    bool new_bucket = buckets_.empty() ||
-                      (bytes + size > options.bucket_cap_bytes && !buckets_.back().params.empty()) ||
-                      buckets_.back().flat.scalar_type() != p.scalar_type() ||
-                      buckets_.back().flat.device() != p.device();
+    bool new_bucket =
+        buckets_.empty() ||
+        (bytes + size > options.bucket_cap_bytes && !buckets_.back().params.empty()) ||
+        buckets_.back().flat.scalar_type() != p.scalar_type() ||
+        buckets_.back().flat.device() != p.device();
     if (new_bucket) {
       buckets_.emplace_back();
       buckets_.back().flat = at::empty({0}, p.options().requires_grad(false));
@@ -83,8 +84,8 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
-    hook_keys_.push_back(acc->add_post_hook(
-        std::make_unique<GradReadyHook>([this, k] { on_grad_ready(k); })));
+    hook_keys_.push_back(
+        acc->add_post_hook(std::make_unique<GradReadyHook>([this, k] { on_grad_ready(k); })));
     accumulators_.push_back(std::move(acc));
   }
 }

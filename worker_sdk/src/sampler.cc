@@ -37,8 +37,8 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
   order.reserve(static_cast<std::size_t>(n));
   if (options_.shuffle) {
     // torch.Generator().manual_seed(seed + epoch) followed by torch.randperm(n, generator=g).
-    at::Generator gen = at::detail::createCPUGenerator(options_.seed +
-                                                       static_cast<std::uint64_t>(epoch_));
+    at::Generator gen =
+        at::detail::createCPUGenerator(options_.seed + static_cast<std::uint64_t>(epoch_));
     at::Tensor perm = at::randperm(n, gen, at::TensorOptions().dtype(at::kLong));
     const std::int64_t* data = perm.data_ptr<std::int64_t>();
     order.assign(data, data + n);

@@ -179,6 +179,14 @@ class RestartTest(AgentTestBase):
                                capture_output=True, timeout=20)  # a lost SIGTERM waits 30 s
             self.assertEqual(r.returncode, 0, r.stderr.decode())
 
+    def test_restart_kills_what_left_the_failed_group(self):
+        r = self.run_ddprun(2, "stray", extra=["--max-restarts", "1"])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        with open(os.path.join(self.out, "stray_pid")) as f:
+            self.pids_to_kill.append(json.load(f))
+        with open(os.path.join(self.out, "stray_result")) as f:
+            self.assertFalse(json.load(f), "the setsid grandchild of attempt 0 outlived it")
+
     def test_no_restarts_left_fails_with_worker_code(self):
         r = self.run_ddprun(2, "fail_once", 1, extra=["--max-restarts", "0"])
         self.assertEqual(r.returncode, 1, r.stderr.decode())
@@ -252,24 +260,21 @@ class SignalTest(AgentTestBase):
 
     def test_sigkill_of_ddprun_leaves_no_worker_alive(self):
         p = self.start_ddprun(2, "grandchild")
-        kids = self.wait_grandchildren(same_group_only=True)
+        kids = self.wait_grandchildren()  # in the worker's group and escaped by setsid
         workers = [self.record(0, r)["pid"] for r in (0, 1)]
         p.kill()
         p.wait(timeout=DEADLINE_S)
         for pid in workers + kids:
             wait_until(lambda: not alive(pid), 10, "process %d to die" % pid)
 
-    def wait_grandchildren(self, same_group_only=False):
+    def wait_grandchildren(self):
         paths = [os.path.join(self.out, "kids_r%d.json" % r) for r in (0, 1)]
         wait_until(lambda: all(os.path.exists(x) for x in paths), what="grandchildren")
         kids = []
         for x in paths:
             with open(x) as f:
                 k = json.load(f)
-            kids.append(k["same_group"])
-            self.pids_to_kill.append(k["new_session"])
-            if not same_group_only:
-                kids.append(k["new_session"])
+            kids.extend([k["same_group"], k["new_session"]])
         self.pids_to_kill.extend(kids)
         return kids
 
@@ -299,6 +304,18 @@ class FailureReportTest(AgentTestBase):
         self.assertIn(os.path.join("attempt_0", "1", "error.json"), root)
 
 
+    def test_program_that_cannot_execute_exits_127_with_reason(self):
+        prog = os.path.join(self.tmp.name, "bad_interpreter.sh")
+        with open(prog, "w") as f:
+            f.write("#!/nonexistent/interpreter\n")
+        os.chmod(prog, 0o755)
+        r = subprocess.run([DDPRUN, "--nproc-per-node", "2", "--no-python", prog], env=self.env(),
+                           capture_output=True, timeout=DEADLINE_S)
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, 127, err)
+        self.assertIn("cannot run '%s': No such file or directory" % prog, err)
+
+
 class TwoJobsTest(AgentTestBase):
     def test_two_standalone_jobs_at_once(self):
         outs = [os.path.join(self.tmp.name, "job%d" % i) for i in (0, 1)]
@@ -319,6 +336,17 @@ class TwoJobsTest(AgentTestBase):
                 envs.append(json.load(f)["env"])
         self.assertNotEqual(envs[0]["MASTER_PORT"], envs[1]["MASTER_PORT"])
         self.assertNotEqual(envs[0]["TORCHELASTIC_RUN_ID"], envs[1]["TORCHELASTIC_RUN_ID"])
+
+    def test_a_taken_master_port_is_a_clear_error(self):
+        first = self.start_ddprun(1, "wait")
+        port = self.wait_records(0, [0])[0]["env"]["MASTER_PORT"]
+        r = subprocess.run([DDPRUN, "--master-port", port, "--no-python", "/bin/true"],
+                           env=self.env(), capture_output=True, timeout=DEADLINE_S)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--master-port %s is taken" % port, r.stderr.decode())
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=DEADLINE_S)
+        self.assertEqual(first.returncode, 143)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ then behaves as MODE says:
   errorfile RANK CODE  RANK writes TORCHELASTIC_ERROR_FILE itself (as a C worker would)
                      and exits CODE once every worker started
   selfkill RANK      RANK kills itself with SIGKILL once every worker started
+  stray              attempt 0: rank 0 starts `sleep 1000` in a new session and exits 1;
+                     attempt 1: rank 0 writes OUTDIR/stray_result = whether it still lives
   output             binary bytes and a partial last line on stdout, exit 0
 """
 import json
@@ -57,6 +59,14 @@ def wait_for_files(paths):
 def all_started(outdir):
     world = int(os.environ["WORLD_SIZE"])
     wait_for_files([os.path.join(outdir, "a%d_r%d.json" % (attempt(), r)) for r in range(world)])
+
+
+def process_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
 
 
 def wait_forever():
@@ -117,6 +127,22 @@ def main():
         write_json(os.path.join(outdir, "kids_r%d.json" % rank()),
                    {"same_group": same.pid, "new_session": escaped.pid})
         wait_forever()
+    if mode == "stray":
+        stray_file = os.path.join(outdir, "stray_pid")
+        if attempt() == 0:
+            if rank() == 0:
+                stray = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+                write_json(stray_file, stray.pid)
+                return 1
+            wait_forever()
+        if rank() == 0:
+            with open(stray_file) as f:
+                pid = json.load(f)
+            end = time.monotonic() + DEADLINE_S
+            while process_alive(pid) and time.monotonic() < end:
+                time.sleep(0.01)  # poll interval while the agent's SIGKILL lands
+            write_json(os.path.join(outdir, "stray_result"), process_alive(pid))
+        return 0
     if mode == "output":
         sys.stdout.buffer.write(b"bin\x00\xff\xfeary\nno newline at end")
         sys.stdout.flush()

@@ -12,12 +12,11 @@
 // and a GPU is visible (device cuda:LOCAL_RANK); Gloo otherwise; overridable.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "common/status.h"
 #include "ddp/worker_env.h"

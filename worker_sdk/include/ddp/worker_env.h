@@ -21,9 +21,9 @@ struct WorkerEnv {
   // TORCHELASTIC_USE_AGENT_STORE == "True": every rank is a client of the agent's store under
   // /worker/attempt_<restart_count>. Otherwise rank 0 hosts the store itself.
   bool use_agent_store = false;
-  int restart_count = 0;             // TORCHELASTIC_RESTART_COUNT, 0 when unset
-  std::string error_file;            // TORCHELASTIC_ERROR_FILE, empty when unset
-  std::string run_id;                // TORCHELASTIC_RUN_ID, empty when unset
+  int restart_count = 0;   // TORCHELASTIC_RESTART_COUNT, 0 when unset
+  std::string error_file;  // TORCHELASTIC_ERROR_FILE, empty when unset
+  std::string run_id;      // TORCHELASTIC_RUN_ID, empty when unset
 
   // The key prefix PyTorch puts in front of every worker-store key for this attempt.
   std::string store_prefix() const;

@@ -1,0 +1,228 @@
+// The command line with cluster options and Slurm/PBS environments: which launch is planned,
+// what the scheduler's environment changes, explicit flags winning, and multi-node launches
+// refused until they exist.
+#include <catch2/catch.hpp>
+
+#include "launcher/gpu_inventory.h"
+#include "launcher/options.h"
+
+using namespace ddp::launcher;
+using Kind = LaunchPlan::Kind;
+
+namespace {
+
+struct Machine {
+  int gpus = 0;
+  std::map<std::string, std::string> env = {};
+  std::map<std::string, std::string> files = {};  // what read_file finds
+  std::string hostname = "node01";
+};
+
+ddp::Result<Invocation> parse(std::vector<std::string> args, const Machine& m) {
+  FakeGpuInventory inventory(m.gpus);
+  LaunchEnvironment environment{m.env, &inventory, 4, "run-1234"};
+  environment.hostname = m.hostname;
+  environment.cwd = "/work";
+  environment.read_file = [files = m.files](const std::string& path) -> ddp::Result<std::string> {
+    auto it = files.find(path);
+    if (it == files.end()) return ddp::io_error("cannot open " + path + ": No such file");
+    return it->second;
+  };
+  args.push_back("train.py");
+  return parse_command_line(args, environment);
+}
+
+Invocation ok(const std::vector<std::string>& args, const Machine& m = {}) {
+  auto r = parse(args, m);
+  INFO(r.status().to_string());
+  REQUIRE(r);
+  return std::move(r).value();
+}
+
+std::string error(const std::vector<std::string>& args, const Machine& m = {}) {
+  auto r = parse(args, m);
+  REQUIRE_FALSE(r);
+  CHECK(r.status().code() == ddp::ErrorCode::kInvalidArgument);
+  CHECK(r.status().message().find('\n') == std::string::npos);
+  return r.status().message();
+}
+
+Machine slurm(const std::string& nodelist = "node01", std::map<std::string, std::string> extra = {},
+              int gpus = 4) {
+  Machine m;
+  m.gpus = gpus;
+  m.env = {{"SLURM_JOB_ID", "777"}, {"SLURM_JOB_NODELIST", nodelist}, {"SLURM_NODEID", "0"}};
+  for (auto& [k, v] : extra) m.env[k] = v;
+  return m;
+}
+
+Machine pbs(const std::string& nodefile, const std::string& hostname = "n1.cluster.example") {
+  Machine m;
+  m.env = {{"PBS_JOBID", "55.server"}, {"PBS_NODEFILE", "/var/spool/pbs/aux/55.server"}};
+  m.files = {{"/var/spool/pbs/aux/55.server", nodefile}};
+  m.hostname = hostname;
+  return m;
+}
+
+const char* kNotYet = "multi-node launch is not available yet";
+
+}  // namespace
+
+TEST_CASE("outside any cluster the launch is local and nothing changes", "[cluster][options]") {
+  auto inv = ok({});
+  CHECK(inv.launch.kind == Kind::kLocal);
+  CHECK(inv.config.run_id == "none");
+  CHECK(inv.config.nproc_per_node == 1);
+  CHECK_FALSE(inv.launch.context);
+  CHECK(ok({"--launcher", "local"}).launch.kind == Kind::kLocal);
+  CHECK(ok({"--launcher=auto"}).launch.kind == Kind::kLocal);
+}
+
+TEST_CASE("a single-node Slurm job: run id and GPUs from the environment", "[cluster][options]") {
+  auto inv = ok({}, slurm("node01", {{"SLURM_STEP_GPUS", "2,3"}, {"SLURM_JOB_GPUS", "0,1,2,3"}}));
+  CHECK(inv.launch.kind == Kind::kSlurm);
+  REQUIRE(inv.launch.context);
+  CHECK(inv.launch.context->nnodes == 1);
+  CHECK(inv.config.run_id == "777");
+  CHECK(inv.config.gpu_ids == std::vector<int>{2, 3});
+  CHECK(inv.config.nproc_per_node == 2);
+  CHECK(inv.config.min_nodes == 1);
+  CHECK(inv.config.max_nodes == 1);
+  CHECK(inv.config.node_rank == 0);
+
+  // Slurm exported the global ids: the same physical GPUs.
+  inv = ok({}, slurm("node01", {{"SLURM_STEP_GPUS", "2,3"}, {"CUDA_VISIBLE_DEVICES", "2,3"}}));
+  CHECK(inv.config.gpu_ids == std::vector<int>{2, 3});
+  // Device cgroups: the step sees its two GPUs as 0,1.
+  inv = ok({}, slurm("node01", {{"SLURM_STEP_GPUS", "6,7"}, {"CUDA_VISIBLE_DEVICES", "0,1"}}));
+  CHECK(inv.config.gpu_ids == std::vector<int>{0, 1});
+  // --launcher slurm says the same thing explicitly.
+  CHECK(ok({"--launcher", "slurm"}, slurm()).launch.kind == Kind::kSlurm);
+}
+
+TEST_CASE("explicit flags win over the Slurm environment", "[cluster][options]") {
+  Machine m = slurm("node01", {{"SLURM_STEP_GPUS", "2,3"}});
+  auto inv = ok({"--nproc-per-node", "1"}, m);
+  CHECK(inv.config.nproc_per_node == 1);
+  CHECK(inv.config.gpu_ids.empty());
+  inv = ok({"--gpu-ids", "0"}, m);
+  CHECK(inv.config.gpu_ids == std::vector<int>{0});
+  CHECK(ok({"--rdzv-id", "mine"}, m).config.run_id == "mine");
+  CHECK(ok({"--standalone"}, m).config.run_id == "run-1234");
+  m.env.emplace("PET_NPROC_PER_NODE", "3");  // PET_* counts as given
+  CHECK(ok({}, m).config.nproc_per_node == 3);
+  // --launcher local ignores the allocation altogether.
+  inv = ok({"--launcher", "local"}, slurm("node[01-08]", {{"SLURM_STEP_GPUS", "1"}}));
+  CHECK(inv.launch.kind == Kind::kLocal);
+  CHECK(inv.config.run_id == "none");
+  CHECK(inv.config.gpu_ids.empty());
+}
+
+TEST_CASE("a multi-node allocation is refused until multi-node launch exists",
+          "[cluster][options]") {
+  std::string message = error({}, slurm("node[01-02]", {{"SLURM_NODEID", "1"}}));
+  CHECK_THAT(message, Catch::Contains(kNotYet));
+  CHECK_THAT(message, Catch::Contains("slurm job has 2 nodes"));
+  CHECK_THAT(message, Catch::Contains("SLURM_JOB_NODELIST=node[01-02]"));
+  CHECK_THAT(message, Catch::Contains("--launcher local"));
+  // Explicit topology flags are the user's: the allocation's node list is not applied.
+  auto inv = ok({"--nnodes", "1"}, slurm("node[01-02]"));
+  CHECK(inv.config.max_nodes == 1);
+  CHECK(inv.config.run_id == "777");
+  CHECK(inv.notices.size() == 1);
+}
+
+TEST_CASE("bad Slurm environments and GPUs are clear errors", "[cluster][options]") {
+  CHECK_THAT(error({}, slurm("node[01-")), Catch::Contains("never closed"));
+  CHECK_THAT(error({}, slurm("node01", {{"SLURM_STEP_GPUS", "0,1"}}, 0)),
+             Catch::Contains("SLURM_STEP_GPUS=0,1: "));
+  CHECK_THAT(error({"--launcher", "slurm"}), Catch::Contains("not a Slurm job"));
+}
+
+TEST_CASE("PBS: a one-host node file runs here, several hosts are refused", "[cluster][options]") {
+  auto inv = ok({}, pbs("n1.cluster.example\nn1.cluster.example\n"));
+  CHECK(inv.launch.kind == Kind::kPbs);
+  CHECK(inv.config.run_id == "55.server");
+  REQUIRE(inv.launch.context);
+  CHECK(inv.launch.context->hosts == std::vector<std::string>{"n1.cluster.example"});
+  CHECK(ok({"--launcher", "pbs"}, pbs("n1\n", "n1")).launch.kind == Kind::kPbs);
+
+  std::string message = error({}, pbs("n1\nn1\nn2\nn2\n", "n2"));
+  CHECK_THAT(message, Catch::Contains(kNotYet));
+  CHECK_THAT(message, Catch::Contains("pbs job has 2 nodes"));
+  CHECK_THAT(message, Catch::Contains("this is node 1"));
+  CHECK_THAT(error({}, pbs("n1\n", "login")), Catch::Contains("'login' is not among"));
+  Machine missing = pbs("n1\n");
+  missing.files.clear();
+  CHECK_THAT(error({}, missing), Catch::Contains("PBS_NODEFILE=/var/spool/pbs/aux/55.server: "));
+  CHECK_THAT(error({"--launcher", "pbs"}), Catch::Contains("not a PBS job"));
+}
+
+TEST_CASE("ssh: one local host runs here with its slots", "[cluster][options]") {
+  auto inv = ok({"--hosts", "localhost:3"});
+  CHECK(inv.launch.kind == Kind::kSsh);
+  CHECK(inv.config.nproc_per_node == 3);
+  CHECK(ok({"--hosts", "node01.cluster.example:2"}).config.nproc_per_node == 2);
+  CHECK(ok({"--hosts", "localhost:3", "--nproc-per-node", "1"}).config.nproc_per_node == 1);
+  Machine m;
+  m.files = {{"/etc/hosts.ddp", "# one node\nnode01 slots=2\n"}};
+  CHECK(ok({"--hostfile", "/etc/hosts.ddp"}, m).config.nproc_per_node == 2);
+  m.env = {{"PET_HOSTS", "127.0.0.1:4"}};
+  CHECK(ok({}, m).config.nproc_per_node == 4);
+}
+
+TEST_CASE("ssh: several or remote hosts are refused, bad host input is an error",
+          "[cluster][options]") {
+  CHECK_THAT(error({"--hosts", "h1,h2:4"}), Catch::Contains("--hosts names 2 hosts"));
+  CHECK_THAT(error({"--hosts", "h1,h2:4"}), Catch::Contains(kNotYet));
+  CHECK_THAT(error({"--hosts", "gpu7"}), Catch::Contains("the remote host gpu7"));
+  Machine m;
+  m.files = {{"hf", "a slots=2\nb slots=x\n"}, {"two", "a\nb\n"}};
+  CHECK_THAT(error({"--hostfile", "hf"}, m), Catch::Contains("hf:2: 'slots=x'"));
+  CHECK_THAT(error({"--hostfile", "two"}, m), Catch::Contains("--hostfile names 2 hosts"));
+  CHECK_THAT(error({"--hostfile", "nope"}, m), Catch::Contains("--hostfile nope: cannot open"));
+  CHECK_THAT(error({"--hosts", "a", "--hostfile", "hf"}, m), Catch::Contains("give one of them"));
+  CHECK_THAT(error({"--hosts", "a,a"}), Catch::Contains("listed twice"));
+}
+
+TEST_CASE("ssh options: stored when valid, rejected when wrong or pointless",
+          "[cluster][options]") {
+  auto inv = ok({"--hosts", "localhost", "--ssh-command", "/usr/bin/ssh -F /etc/cfg",
+                 "--ssh-port", "2222", "--ssh-identity", "/k/id", "--ssh-user", "bob",
+                 "--forward-env", "A,B_*"});
+  CHECK(inv.launch.ssh.command == std::vector<std::string>{"/usr/bin/ssh", "-F", "/etc/cfg"});
+  CHECK(inv.launch.ssh.port == 2222);
+  CHECK(inv.launch.ssh.identity == "/k/id");
+  CHECK(inv.launch.ssh.user == "bob");
+  CHECK(inv.launch.forward_env == std::vector<std::string>{"A", "B_*"});
+  auto defaults = ok({"--hosts", "localhost"});
+  auto expected = ddp::cluster::parse_forward_env(ddp::cluster::kDefaultForwardEnv);
+  REQUIRE(expected);
+  CHECK(defaults.launch.forward_env == *expected);
+  CHECK(defaults.launch.ssh.command == std::vector<std::string>{"ssh"});
+  CHECK_FALSE(defaults.launch.ssh.port);
+
+  CHECK_THAT(error({"--ssh-port", "22"}), Catch::Contains("only applies to ssh launches"));
+  CHECK_THAT(error({"--forward-env", "A"}), Catch::Contains("only applies to ssh launches"));
+  CHECK_THAT(error({"--hosts", "localhost", "--ssh-port", "0"}), Catch::Contains("--ssh-port"));
+  CHECK_THAT(error({"--hosts", "localhost", "--ssh-port", "x"}), Catch::Contains("--ssh-port"));
+  CHECK_THAT(error({"--hosts", "localhost", "--ssh-user", "a b"}), Catch::Contains("--ssh-user"));
+  CHECK_THAT(error({"--hosts", "localhost", "--ssh-identity", ""}), Catch::Contains("is empty"));
+  CHECK_THAT(error({"--hosts", "localhost", "--forward-env", "A-B"}),
+             Catch::Contains("--forward-env"));
+  CHECK_THAT(error({"--launcher", "ssh"}), Catch::Contains("--launcher ssh needs the hosts"));
+  CHECK_THAT(error({"--launcher", "slurm", "--hosts", "a"}), Catch::Contains("drop --launcher"));
+  CHECK_THAT(error({"--launcher", "lsf"}), Catch::Contains("unknown launcher 'lsf'"));
+}
+
+TEST_CASE("the new options are in --help in both spellings", "[cluster][options]") {
+  auto help = ok({"--help"});
+  for (const char* name : {"--launcher", "--hosts", "--hostfile", "--ssh-command", "--ssh_command",
+                           "--ssh-port", "--ssh-identity", "--ssh-user", "--forward-env",
+                           "--forward_env"}) {
+    INFO(name);
+    CHECK_THAT(help.text, Catch::Contains(name));
+  }
+  auto underscore = ok({"--hosts", "localhost", "--ssh_port", "2200"});
+  CHECK(underscore.launch.ssh.port == 2200);
+}
