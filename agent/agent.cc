@@ -182,18 +182,12 @@ int run(const AgentConfig& config) {
     spdlog::error("internal error: the agent stopped without an outcome");
     return 1;
   }
-  switch (outcome->kind) {
-    case Outcome::Kind::kSucceeded:
-      return 0;
-    case Outcome::Kind::kInterrupted:
-      return 128 + outcome->signal;
-    case Outcome::Kind::kError:
-      spdlog::error("{}", outcome->error.message());
-      return 1;
-    case Outcome::Kind::kFailed:
-      return report_failure(config, *setup, *outcome);
+  int root_cause_code = 1;
+  if (outcome->kind == Outcome::Kind::kError) spdlog::error("{}", outcome->error.message());
+  if (outcome->kind == Outcome::Kind::kFailed) {
+    root_cause_code = report_failure(config, *setup, *outcome);
   }
-  return 1;
+  return outcome_exit_code(*outcome, root_cause_code);
 }
 
 }  // namespace ddp::agent

@@ -44,6 +44,11 @@ struct Outcome {
   Status error;                         // kError
 };
 
+// The exit code ddprun returns for an outcome: 0, the root-cause worker's code (passed in:
+// it needs the error files, see error_report.h) for kFailed, 128 + signal for kInterrupted,
+// 1 for kError.
+int outcome_exit_code(const Outcome& outcome, int root_cause_exit_code);
+
 struct SupervisorOptions {
   int nproc = 1;
   int max_restarts = 0;

@@ -8,9 +8,10 @@
 //    (SLURM_STEP_GPUS / SLURM_JOB_GPUS) as --gpu-ids would select them.
 // Multi-node execution is not built yet: a launch that needs more than this node (several
 // hosts, a remote host, an allocation of several nodes) is refused with a message saying so.
+#include "launcher/agent_args.h"
+#include "launcher/cluster/host_match.h"
 #include "launcher/cluster/pbs_nodefile.h"
 #include "launcher/cluster/slurm_environment.h"
-#include "launcher/cluster/host_match.h"
 #include "launcher/gpu_selection.h"
 #include "launcher/option_steps.h"
 #include "launcher/option_values.h"
@@ -24,8 +25,9 @@ constexpr const char* kSshOptions[] = {"ssh_command", "ssh_port", "ssh_identity"
                                        "forward_env"};
 
 std::string not_yet(const std::string& what) {
-  return what + ", but multi-node launch is not available yet in this ddprun; run on a single "
-                "node for now (--launcher local runs on this node only)";
+  return what +
+         ", but multi-node launch is not available yet in this ddprun; run on a single "
+         "node for now (--launcher local runs on this node only)";
 }
 
 Status read_ssh_settings(const RawOptions& raw, LaunchPlan& plan) {
@@ -39,8 +41,8 @@ Status read_ssh_settings(const RawOptions& raw, LaunchPlan& plan) {
     if (!number) return from(port, number.status());
     plan.ssh.port = static_cast<int>(*number);
   }
-  for (auto [key, field] : {std::pair{"ssh_identity", &plan.ssh.identity},
-                            std::pair{"ssh_user", &plan.ssh.user}}) {
+  for (auto [key, field] :
+       {std::pair{"ssh_identity", &plan.ssh.identity}, std::pair{"ssh_user", &plan.ssh.user}}) {
     const RawValue& value = raw.at(key);
     if (value.given && value.text.empty()) {
       return invalid_argument(value.origin + " is empty; give a value or drop it");
@@ -81,20 +83,23 @@ Result<Kind> choose_kind(const RawOptions& raw, const LaunchEnvironment& environ
                                            "'; use auto, local, ssh, slurm or pbs"));
   }
   if (kind == Kind::kSsh && !host_list) {
-    return invalid_argument("--launcher ssh needs the hosts: add --hosts h1,h2 or --hostfile "
-                            "FILE");
+    return invalid_argument(
+        "--launcher ssh needs the hosts: add --hosts h1,h2 or --hostfile "
+        "FILE");
   }
   if (kind != Kind::kSsh && host_list) {
     return invalid_argument("--hosts/--hostfile start agents over ssh, but --launcher is " + word +
                             "; drop --launcher or make it ssh");
   }
   if (kind == Kind::kSlurm && !cluster::in_slurm_job(environment.env)) {
-    return invalid_argument("--launcher slurm: this is not a Slurm job (SLURM_JOB_ID is unset); "
-                            "run ddprun under sbatch/srun, or drop --launcher slurm");
+    return invalid_argument(
+        "--launcher slurm: this is not a Slurm job (SLURM_JOB_ID is unset); "
+        "run ddprun under sbatch/srun, or drop --launcher slurm");
   }
   if (kind == Kind::kPbs && cluster::env_value(environment.env, "PBS_NODEFILE").empty()) {
-    return invalid_argument("--launcher pbs: this is not a PBS job (PBS_NODEFILE is unset); "
-                            "run ddprun from a qsub job script, or drop --launcher pbs");
+    return invalid_argument(
+        "--launcher pbs: this is not a PBS job (PBS_NODEFILE is unset); "
+        "run ddprun from a qsub job script, or drop --launcher pbs");
   }
   return kind;
 }
@@ -110,8 +115,9 @@ Status plan_ssh(const RawOptions& raw, const LaunchEnvironment& environment, Inv
     if (Status s = take(hosts, cluster::parse_hosts_option(hosts.text), plan.hosts); !s) return s;
   } else {
     if (hostfile.text.empty()) {
-      return invalid_argument("--hostfile is empty; give the path of a file of `HOST slots=N` "
-                              "lines");
+      return invalid_argument(
+          "--hostfile is empty; give the path of a file of `HOST slots=N` "
+          "lines");
     }
     if (!environment.read_file) return internal_error("parse_command_line has no file reader");
     auto text = environment.read_file(hostfile.text);
@@ -128,7 +134,8 @@ Status plan_ssh(const RawOptions& raw, const LaunchEnvironment& environment, Inv
                                     " hosts (one agent each)"));
   }
   const cluster::HostSlots& only = plan.hosts.front();
-  if (!cluster::is_loopback_name(only.host) && !cluster::same_host(only.host, environment.hostname)) {
+  if (!cluster::is_loopback_name(only.host) &&
+      !cluster::same_host(only.host, environment.hostname)) {
     return invalid_argument(not_yet(source + " names the remote host " + only.host +
                                     " (this host is " + environment.hostname + ")"));
   }
@@ -169,10 +176,9 @@ Status apply_context(const RawOptions& raw, const LaunchEnvironment& environment
     topology_given = topology_given || raw.at(key).given;
   }
   if (!topology_given && context.nnodes > 1) {
-    return invalid_argument(not_yet(
-        "this " + context.scheduler + " job has " + std::to_string(context.nnodes) +
-        " nodes (" + context.origin + "; this is node " + std::to_string(context.node_rank) +
-        ")"));
+    return invalid_argument(not_yet("this " + context.scheduler + " job has " +
+                                    std::to_string(context.nnodes) + " nodes (" + context.origin +
+                                    "; this is node " + std::to_string(context.node_rank) + ")"));
   }
   if (topology_given) {
     out.notices.push_back("explicit node options take precedence over the " + context.scheduler +
@@ -198,11 +204,13 @@ Status resolve_cluster(const RawOptions& raw, const LaunchEnvironment& environme
     for (const char* key : kSshOptions) {
       const RawValue& value = raw.at(key);
       if (value.given) {
-        return invalid_argument(value.origin + " only applies to ssh launches; add --hosts or "
-                                               "--hostfile, or drop it");
+        return invalid_argument(value.origin +
+                                " only applies to ssh launches; add --hosts or "
+                                "--hostfile, or drop it");
       }
     }
   }
+  if (*kind == Kind::kSsh || *kind == Kind::kPbs) out.launch.agent_args = agent_arguments(raw);
   switch (*kind) {
     case Kind::kLocal:
       return Status::ok();
@@ -216,8 +224,9 @@ Status resolve_cluster(const RawOptions& raw, const LaunchEnvironment& environme
     case Kind::kPbs: {
       std::string path = cluster::env_value(environment.env, "PBS_NODEFILE");
       if (path.empty()) {
-        return invalid_argument("inside a PBS job (PBS_JOBID is set) but PBS_NODEFILE is not; "
-                                "use --launcher local to ignore the PBS environment");
+        return invalid_argument(
+            "inside a PBS job (PBS_JOBID is set) but PBS_NODEFILE is not; "
+            "use --launcher local to ignore the PBS environment");
       }
       if (!environment.read_file) return internal_error("parse_command_line has no file reader");
       auto text = environment.read_file(path);

@@ -23,6 +23,9 @@ struct LaunchPlan {
   cluster::SshSettings ssh;                        // kSsh: how to reach them
   std::vector<std::string> forward_env;            // kSsh: --forward-env patterns
   std::optional<cluster::ClusterContext> context;  // kSlurm/kPbs: what the scheduler said
+  // kSsh/kPbs: the options and program every remote agent gets (launcher/agent_args.h),
+  // before the per-node ones.
+  std::vector<std::string> agent_args;
 };
 
 inline std::string_view launch_kind_name(LaunchPlan::Kind kind) {

@@ -86,6 +86,13 @@ class Formatter : public CLI::Formatter {
 
 }  // namespace
 
+bool is_flag_option(const std::string& key) {
+  for (const OptionSpec& spec : kOptions) {
+    if (key == spec.key) return spec.flag;
+  }
+  return false;
+}
+
 Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
                                     const std::map<std::string, std::string>& env) {
   CLI::App app("ddprun: launch a distributed PyTorch job (torchrun's command line)", "ddprun");

@@ -31,6 +31,10 @@ struct RawOptions {
   const RawValue& at(const std::string& key) const { return values.at(key); }
 };
 
+// True when `key` (underscore spelling) is an on/off flag such as "standalone", false for
+// options that take a value and for unknown keys.
+bool is_flag_option(const std::string& key);
+
 // args: the command line without argv[0]; env: the process environment.
 Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
                                     const std::map<std::string, std::string>& env);

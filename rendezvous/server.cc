@@ -30,7 +30,7 @@ std::string format_endpoint(const asio::ip::address& address, std::uint16_t port
 // while an accept is pending leaves nothing dangling.
 struct Listener {
   explicit Listener(asio::io_context& io, const Limits& limits)
-      : acceptor(io), sessions(std::make_shared<SessionContext>(limits)) {}
+      : acceptor(io), sessions(std::make_shared<SessionContext>(io.get_executor(), limits)) {}
   tcp::acceptor acceptor;
   std::shared_ptr<SessionContext> sessions;
 };
@@ -111,6 +111,7 @@ class ServerImpl final : public Server {
     // close() unregisters the session from `live`, so iterate over a copy.
     std::vector<Session*> live(listener_->sessions->live.begin(), listener_->sessions->live.end());
     for (Session* s : live) s->close("server stopping", false);
+    listener_->sessions->native.stop();
   }
 
  private:

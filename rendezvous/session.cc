@@ -17,7 +17,7 @@ void Session::start(std::shared_ptr<SessionContext> ctx, tcp::socket socket) {
 }
 
 Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket)
-    : ctx_(std::move(ctx)), socket_(std::move(socket)) {
+    : ctx_(std::move(ctx)), socket_(std::move(socket)), framer_(ctx_->limits) {
   boost::system::error_code ec;
   peer_ = socket_.remote_endpoint(ec);
   socket_.set_option(tcp::no_delay(true), ec);
@@ -29,6 +29,7 @@ Session::~Session() {
   if (!closed_) {
     ctx_->store.drop(*this);
     ctx_->live.erase(this);
+    if (node_id_) ctx_->native.closed(*node_id_);
   }
 }
 
@@ -49,6 +50,8 @@ void Session::close(std::string_view reason, bool error) {
   ctx_->store.drop(*this);
   ctx_->live.erase(this);
   boost::system::error_code ignored;
+  // The node is gone at once; the hub forgets this peer before it pushes to the others.
+  if (node_id_) ctx_->native.closed(*node_id_);
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
 }
@@ -113,35 +116,54 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
   std::size_t used = 0;
   needed_ = 0;
   while (used < view.size() && !closed_) {
-    const std::string_view rest = view.substr(used);
-    if (!dialect_) {
-      switch (detect_dialect(rest)) {
-        case DialectGuess::kNeedMore:
-          return used;
-        case DialectGuess::kModern:
-          dialect_ = Dialect::kModern;
-          break;
-        case DialectGuess::kLegacy113:
-          dialect_ = Dialect::kLegacy113;
-          break;
-      }
-      spdlog::debug("connection from {} speaks the {} numbering", peer(),
-                    *dialect_ == Dialect::kModern ? "PyTorch >= 2.2" : "PyTorch 1.13");
+    Frame frame = framer_.next(view.substr(used));
+    switch (frame.kind) {
+      case FrameKind::kIncomplete:
+        needed_ = frame.needed;
+        return used;
+      case FrameKind::kError:
+        close(frame.error, true);
+        return std::nullopt;
+      case FrameKind::kStore:
+        used += frame.consumed;
+        if (!handle_store(frame.store)) return std::nullopt;
+        break;
+      case FrameKind::kNative:
+        used += frame.consumed;
+        handle_native(std::move(frame.native));
+        break;
     }
-    ParseResult parsed = parse_request(*dialect_, rest, ctx_->limits);
-    if (parsed.state == ParseState::kIncomplete) {
-      needed_ = parsed.needed;
-      return used;
-    }
-    if (parsed.state == ParseState::kError) {
-      close("malformed request: " + parsed.error, true);
-      return std::nullopt;
-    }
-    used += parsed.consumed;
-    if (!handle(parsed.request)) return std::nullopt;
   }
   if (closed_) return std::nullopt;
   return used;
+}
+
+bool Session::handle_store(Request& request) {
+  if (!framer_.native_mode()) return handle(request);
+  // Native mode: wrap whatever the query appended as one framed reply. A WAIT that parks
+  // appends nothing now; wait_satisfied() sends its framed reply later.
+  if (node_id_) ctx_->native.touch(*node_id_);
+  const std::size_t start = out_.size();
+  if (!handle(request)) return false;
+  if (request.op == Op::kWait && out_.size() == start) return true;
+  std::string reply = out_.substr(start);
+  out_.resize(start);
+  put_store_reply(out_, reply);
+  return true;
+}
+
+void Session::handle_native(membership::Request request) {
+  if (!node_id_) {
+    node_id_ = ctx_->native.attach(*this);
+    spdlog::debug("connection from {} is rendezvous node {}", peer(), *node_id_);
+  }
+  ctx_->native.handle(*node_id_, std::move(request));
+}
+
+void Session::push(std::string_view bytes) {
+  if (closed_) return;
+  out_.append(bytes);
+  flush();
 }
 
 void Session::flush() {
@@ -165,7 +187,11 @@ void Session::flush() {
 }
 
 void Session::wait_satisfied() {
-  put_u8(out_, kStopWaiting);
+  if (framer_.native_mode()) {
+    put_store_reply(out_, std::string(1, static_cast<char>(kStopWaiting)));
+  } else {
+    put_u8(out_, kStopWaiting);
+  }
   flush();
 }
 

@@ -11,6 +11,12 @@
 // for the callback (measured with 1000 idle connections). The 10,000-connection budget
 // (< 20 MB RSS for the daemon) needs the smaller one. The accept loop is a coroutine.
 //
+// Native rendezvous requests (0x80..0x8F) may share the connection with TCPStore queries;
+// rendezvous/framer.h draws how they are told apart and how replies are framed once the
+// connection has sent one. Native requests go to the server-wide NativeHub, which pushes
+// events back through NativePeer::push; the session leaves the hub when it closes, so the
+// node is gone at once.
+//
 // Failure: malformed, oversized or unknown input, ADD on a non-numeric value, or a client
 // that stops reading its replies closes this connection only, with a logged reason.
 //
@@ -27,7 +33,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "rendezvous/framer.h"
 #include "rendezvous/limits.h"
+#include "rendezvous/native_hub.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
 
@@ -37,14 +45,19 @@ class Session;
 
 // State shared by all sessions of one server. Outlives every session (they hold it).
 struct SessionContext {
-  explicit SessionContext(const Limits& l) : limits(l) {}
+  SessionContext(boost::asio::any_io_executor executor, const Limits& l,
+                 membership::RegistryOptions registry = {})
+      : limits(l), native(std::move(executor), registry) {}
   Store store;
   Limits limits;
+  NativeHub native;
   std::vector<char> scratch = std::vector<char>(std::size_t{64} << 10);
   std::unordered_set<Session*> live;
 };
 
-class Session final : public Subscriber, public std::enable_shared_from_this<Session> {
+class Session final : public Subscriber,
+                      public NativePeer,
+                      public std::enable_shared_from_this<Session> {
  public:
   // Takes ownership of an accepted socket and starts serving it on its executor.
   static void start(std::shared_ptr<SessionContext> ctx, boost::asio::ip::tcp::socket socket);
@@ -61,6 +74,8 @@ class Session final : public Subscriber, public std::enable_shared_from_this<Ses
   void wait_satisfied() override;
   void key_changed(WatchEvent event, std::string_view key, std::string_view old_value,
                    std::string_view new_value) override;
+  // NativePeer: called by the hub with an encoded event for this connection.
+  void push(std::string_view bytes) override;
 
  private:
   void arm();  // waits for the socket to become readable
@@ -70,7 +85,9 @@ class Session final : public Subscriber, public std::enable_shared_from_this<Ses
   // Parses and handles every complete request at the front of `view`; returns the number
   // of bytes used, or nullopt after closing the connection.
   std::optional<std::size_t> handle_all(std::string_view view);
-  bool handle(Request& request);
+  bool handle_store(Request& request);
+  bool handle(Request& request);  // applies a TCPStore query, appends its raw reply to out_
+  void handle_native(membership::Request request);
   void flush();
   std::string peer() const;
 
@@ -81,8 +98,8 @@ class Session final : public Subscriber, public std::enable_shared_from_this<Ses
   std::size_t needed_ = 0;  // parse again once in_ holds this many bytes
   std::string out_;         // replies queued while a write is in flight
   std::string writing_;     // the bytes of the in-flight write
-  std::optional<Dialect> dialect_;
-  bool validated_ = false;
+  Framer framer_;
+  std::optional<membership::NodeId> node_id_;  // set by the first native request
   bool closed_ = false;
 };
 

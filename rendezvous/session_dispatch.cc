@@ -8,19 +8,9 @@ namespace ddp::rdzv {
 
 bool Session::handle(Request& req) {
   Store& store = ctx_->store;
-  if (*dialect_ == Dialect::kModern && !validated_) {
-    if (req.op != Op::kValidate) {
-      close("the first query of a PyTorch >= 2.2 connection must be VALIDATE, got " +
-                std::string(op_name(req.op)),
-            true);
-      return false;
-    }
-    validated_ = true;
-    return true;
-  }
   switch (req.op) {
     case Op::kValidate:
-      break;  // a repeated VALIDATE (magic already checked by the parser) is harmless
+      break;  // the Framer enforced VALIDATE-first; a repeat (magic checked) is harmless
     case Op::kSet:
       store.set(req.key, std::move(req.value));
       break;

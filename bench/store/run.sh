@@ -95,7 +95,8 @@ measure() {
   stop_server
   if [[ $rc -eq 124 ]]; then echo "failed: over ${RUN_TIMEOUT}s"
   elif [[ $rc -ne 0 ]]; then
-    echo "failed: $(grep -m1 -v '^\(frame\|Exception\|$\)' "$WORK/load.err" | cut -c1-80)"
+    echo "failed: $( { grep -m1 '^store_load' "$WORK/load.err" || tail -n1 "$WORK/load.err"; } \
+                      | cut -c1-80)"
   else echo "$out"; fi
 }
 
@@ -164,7 +165,7 @@ for n in $OPS_CLIENTS; do
   echo "| set/get/add ops/s, $n clients | ${t:-${R[torch.ops.$n]}} | ${d:-${R[ddp.ops.$n]}} | $(ratio "$d" "$t") |"
 done
 echo
-echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | ddp RSS MB (VmHWM) | server CPU s PyTorch / ddp |"
+echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | server CPU s PyTorch / ddp |"
 echo "|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
   tl=${R[torch.barrier.$n]}; dl=${R[ddp.barrier.$n]}
@@ -172,8 +173,9 @@ for n in $SIZES; do
   if [[ -n $t ]]; then tcell="$t ($(field connect_s "$tl") + $(field barrier_s "$tl"))"; else tcell=$tl; fi
   if [[ -n $d ]]; then dcell="$d ($(field connect_s "$dl") + $(field barrier_s "$dl"))"; else dcell=$dl; fi
   per=$(awk -v d="$d" -v n="$n" 'BEGIN { if (d == "") print "-"; else printf "%.0f", d / n * 1e6 }')
-  rss=$(awk -v r="$(field rss_kb "$dl")" -v h="$(field hwm_kb "$dl")" \
-          'BEGIN { if (r == "") print "-"; else printf "%.1f (%.1f)", r / 1024, h / 1024 }')
+  rss=$(awk -v t="$(field rss_kb "$tl")" -v r="$(field rss_kb "$dl")" -v h="$(field hwm_kb "$dl")" \
+          'BEGIN { printf "%s / %s", (t == "" ? "-" : sprintf("%.1f", t / 1024)),
+                   (r == "" ? "-" : sprintf("%.1f (%.1f)", r / 1024, h / 1024)) }')
   cpu=$(awk -v a="$(field server_cpu_connect_s "$tl")" -v b="$(field server_cpu_barrier_s "$tl")" \
             -v c="$(field server_cpu_connect_s "$dl")" -v d="$(field server_cpu_barrier_s "$dl")" \
           'BEGIN { printf "%s / %s", (a == "" ? "-" : sprintf("%.2f", a + b)),
@@ -182,5 +184,3 @@ for n in $SIZES; do
   echo "| $n ($((2 * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $per | $rss | $cpu |"
 done
 [[ -z $LIMIT_NOTE ]] || { echo; echo "$LIMIT_NOTE"; }
-echo
-echo "PyTorch server RSS (VmRSS MB) at the largest barrier: $(awk -v r="$(field rss_kb "${R[torch.barrier.${SIZES##* }]}")" 'BEGIN { if (r == "") print "-"; else printf "%.1f", r / 1024 }')"

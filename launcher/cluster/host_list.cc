@@ -77,8 +77,8 @@ class Expander {
       return error("range '" + std::string(text) + "' in '" + token + "' ends below its start");
     }
     if (range.hi - range.lo >= kMaxHosts) {
-      return error("range '" + std::string(text) + "' has more than " +
-                   std::to_string(kMaxHosts) + " hosts");
+      return error("range '" + std::string(text) + "' has more than " + std::to_string(kMaxHosts) +
+                   " hosts");
     }
     range.width = static_cast<int>(lo_text.size());
     return range;

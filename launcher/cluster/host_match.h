@@ -18,7 +18,6 @@ bool same_host(std::string_view a, std::string_view b);
 bool is_loopback_name(std::string_view host);
 
 // The positions in `hosts` that `self` names (same_host), in order.
-std::vector<std::size_t> positions_of(const std::vector<std::string>& hosts,
-                                      std::string_view self);
+std::vector<std::size_t> positions_of(const std::vector<std::string>& hosts, std::string_view self);
 
 }  // namespace ddp::cluster

@@ -40,8 +40,8 @@ Status check_unique(const std::vector<HostSlots>& hosts, const std::string& host
 
 Status check_host_name(std::string_view host, std::string_view where) {
   auto bad = [&](const std::string& why) {
-    return invalid_argument(std::string(where) + "'" + std::string(host) + "' is not a host name: " +
-                            why);
+    return invalid_argument(std::string(where) + "'" + std::string(host) +
+                            "' is not a host name: " + why);
   };
   if (host.empty()) return bad("it is empty");
   if (host.front() == '-') return bad("it starts with '-'");
@@ -146,7 +146,8 @@ Result<std::vector<HostSlots>> parse_hostfile(std::string_view text, std::string
       if (word.rfind("slots=", 0) != 0 || entry.slots || !parse_slots(word.substr(6), n)) {
         return invalid_argument(where + "'" + std::string(word) +
                                 "' is not understood; a line is `HOST` or `HOST slots=N` with N "
-                                "from 1 to " + std::to_string(kMaxSlots));
+                                "from 1 to " +
+                                std::to_string(kMaxSlots));
       }
       entry.slots = n;
     }
@@ -154,8 +155,9 @@ Result<std::vector<HostSlots>> parse_hostfile(std::string_view text, std::string
     hosts.push_back(std::move(entry));
   }
   if (hosts.empty()) {
-    return invalid_argument(std::string(path) + " lists no hosts; write one `HOST slots=N` line "
-                                                "per node");
+    return invalid_argument(std::string(path) +
+                            " lists no hosts; write one `HOST slots=N` line "
+                            "per node");
   }
   return hosts;
 }

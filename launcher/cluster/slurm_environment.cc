@@ -36,12 +36,12 @@ Status check_count(const Environment& env, const std::string& list_var, std::siz
     if (text.empty()) continue;
     long long count = 0;
     if (!parse_uint(text, 1 << 30, count) || count < 1) {
-      return invalid_argument(name + "=" + text +
-                              " is not a positive node count; fix or unset it");
+      return invalid_argument(name + "=" + text + " is not a positive node count; fix or unset it");
     }
     if (static_cast<std::size_t>(count) != hosts) {
       return invalid_argument(name + "=" + text + " but " + list_var + " names " +
-                              std::to_string(hosts) + " hosts; the Slurm environment is "
+                              std::to_string(hosts) +
+                              " hosts; the Slurm environment is "
                               "inconsistent (was it copied from another job?)");
     }
     return Status::ok();
@@ -61,8 +61,8 @@ Result<int> node_rank(const Environment& env, const std::vector<std::string>& ho
     return static_cast<int>(rank);
   }
   std::string name = env_value(env, "SLURMD_NODENAME");
-  std::string what = name.empty() ? "this host's name '" + std::string(hostname) + "'"
-                                  : "SLURMD_NODENAME=" + name;
+  std::string what =
+      name.empty() ? "this host's name '" + std::string(hostname) + "'" : "SLURMD_NODENAME=" + name;
   if (name.empty()) name = std::string(hostname);
   auto found = positions_of(hosts, name);
   if (found.size() != 1) {

@@ -29,8 +29,9 @@ Result<std::vector<std::string>> parse_ssh_command(std::string_view text) {
     if (i > start) words.emplace_back(text.substr(start, i - start));
   }
   if (words.empty()) {
-    return invalid_argument("--ssh-command is empty; give the ssh program, e.g. ssh or "
-                            "/usr/bin/ssh -F ~/.ssh/cluster_config");
+    return invalid_argument(
+        "--ssh-command is empty; give the ssh program, e.g. ssh or "
+        "/usr/bin/ssh -F ~/.ssh/cluster_config");
   }
   for (const std::string& word : words) {
     if (word.find_first_of("'\"\\") != std::string::npos) {
@@ -69,8 +70,8 @@ std::vector<std::pair<std::string, std::string>> forwarded_environment(
   for (const auto& [name, value] : env) {  // std::map: sorted by name
     for (const std::string& pattern : patterns) {
       bool prefix = !pattern.empty() && pattern.back() == '*';
-      bool match = prefix ? name.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0
-                          : name == pattern;
+      bool match =
+          prefix ? name.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0 : name == pattern;
       if (match) {
         out.emplace_back(name, value);
         break;

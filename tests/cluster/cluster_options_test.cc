@@ -187,9 +187,8 @@ TEST_CASE("ssh: several or remote hosts are refused, bad host input is an error"
 
 TEST_CASE("ssh options: stored when valid, rejected when wrong or pointless",
           "[cluster][options]") {
-  auto inv = ok({"--hosts", "localhost", "--ssh-command", "/usr/bin/ssh -F /etc/cfg",
-                 "--ssh-port", "2222", "--ssh-identity", "/k/id", "--ssh-user", "bob",
-                 "--forward-env", "A,B_*"});
+  auto inv = ok({"--hosts", "localhost", "--ssh-command", "/usr/bin/ssh -F /etc/cfg", "--ssh-port",
+                 "2222", "--ssh-identity", "/k/id", "--ssh-user", "bob", "--forward-env", "A,B_*"});
   CHECK(inv.launch.ssh.command == std::vector<std::string>{"/usr/bin/ssh", "-F", "/etc/cfg"});
   CHECK(inv.launch.ssh.port == 2222);
   CHECK(inv.launch.ssh.identity == "/k/id");
@@ -200,6 +199,7 @@ TEST_CASE("ssh options: stored when valid, rejected when wrong or pointless",
   REQUIRE(expected);
   CHECK(defaults.launch.forward_env == *expected);
   CHECK(defaults.launch.ssh.command == std::vector<std::string>{"ssh"});
+  CHECK(ok({"--hosts", "localhost", "--forward-env", ""}).launch.forward_env.empty());
   CHECK_FALSE(defaults.launch.ssh.port);
 
   CHECK_THAT(error({"--ssh-port", "22"}), Catch::Contains("only applies to ssh launches"));
@@ -217,9 +217,9 @@ TEST_CASE("ssh options: stored when valid, rejected when wrong or pointless",
 
 TEST_CASE("the new options are in --help in both spellings", "[cluster][options]") {
   auto help = ok({"--help"});
-  for (const char* name : {"--launcher", "--hosts", "--hostfile", "--ssh-command", "--ssh_command",
-                           "--ssh-port", "--ssh-identity", "--ssh-user", "--forward-env",
-                           "--forward_env"}) {
+  for (const char* name :
+       {"--launcher", "--hosts", "--hostfile", "--ssh-command", "--ssh_command", "--ssh-port",
+        "--ssh-identity", "--ssh-user", "--forward-env", "--forward_env"}) {
     INFO(name);
     CHECK_THAT(help.text, Catch::Contains(name));
   }

@@ -1,7 +1,7 @@
 // Slurm host-list expansion: the forms Slurm writes, and clear errors for everything else.
-#include <catch2/catch.hpp>
-
 #include "launcher/cluster/host_list.h"
+
+#include <catch2/catch.hpp>
 
 using ddp::cluster::expand_host_list;
 using Hosts = std::vector<std::string>;
@@ -60,8 +60,8 @@ TEST_CASE("several bracket groups expand in Slurm's order", "[cluster][hostlist]
         Hosts{"rack1-node01", "rack1-node02", "rack2-node01", "rack2-node02"});
   CHECK(expand("r[1,3]n[5]") == Hosts{"r1n5", "r3n5"});
   // Three groups: the last innermost, then the one before it, the first inside that.
-  CHECK(expand("a[1-2]b[1-2]c[1-2]") == Hosts{"a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2", "a1b2c1",
-                                               "a1b2c2", "a2b2c1", "a2b2c2"});
+  CHECK(expand("a[1-2]b[1-2]c[1-2]") ==
+        Hosts{"a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2", "a1b2c1", "a1b2c2", "a2b2c1", "a2b2c2"});
 }
 
 TEST_CASE("duplicates are kept as Slurm keeps them", "[cluster][hostlist]") {

@@ -1,8 +1,9 @@
 // --hosts and --hostfile parsing.
+#include "launcher/cluster/host_spec.h"
+
 #include <catch2/catch.hpp>
 
 #include "launcher/cluster/host_match.h"
-#include "launcher/cluster/host_spec.h"
 
 using namespace ddp::cluster;
 

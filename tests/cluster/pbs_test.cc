@@ -97,8 +97,8 @@ TEST_CASE("PBS flavor from pbsdsh --version or the user's word", "[cluster][pbs]
 TEST_CASE("pbsdsh command lines per flavor", "[cluster][pbs]") {
   auto nodes = parse_pbs_nodefile(kTwoNodes, "/f");
   REQUIRE(nodes);
-  std::vector<std::string> agent{"/opt/ddprun/bin/ddprun", "--nproc-per-node", "4", "train.py",
-                                 "-u", "--lr", "0.1"};
+  std::vector<std::string> agent{
+      "/opt/ddprun/bin/ddprun", "--nproc-per-node", "4", "train.py", "-u", "--lr", "0.1"};
   using Argv = std::vector<std::string>;
   auto torque = pbsdsh_commands(PbsFlavor::kTorque, *nodes, "pbsdsh", agent);
   CHECK(torque == std::vector<Argv>{{"pbsdsh", "-u", "--", "/opt/ddprun/bin/ddprun",

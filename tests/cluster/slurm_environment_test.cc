@@ -1,7 +1,7 @@
 // Slurm environment derivation: which list, rank, run id and GPUs a node gets.
-#include <catch2/catch.hpp>
-
 #include "launcher/cluster/slurm_environment.h"
+
+#include <catch2/catch.hpp>
 
 using namespace ddp::cluster;
 
@@ -39,8 +39,8 @@ TEST_CASE("a job's nodes, rank, endpoint and run id", "[cluster][slurm]") {
   CHECK(in_slurm_job({{"SLURM_JOBID", "1"}}));
   auto c = ok(job());
   CHECK(c.scheduler == "slurm");
-  CHECK(c.hosts == std::vector<std::string>{"node01", "node02", "node03", "node04", "node07",
-                                            "gpu-a"});
+  CHECK(c.hosts ==
+        std::vector<std::string>{"node01", "node02", "node03", "node04", "node07", "gpu-a"});
   CHECK(c.nnodes == 6);
   CHECK(c.node_rank == 2);
   CHECK(c.endpoint_host == "node01");
@@ -61,7 +61,9 @@ TEST_CASE("the step's node list wins inside srun", "[cluster][slurm]") {
 }
 
 TEST_CASE("older variable names still work", "[cluster][slurm]") {
-  auto c = ok({{"SLURM_JOBID", "7"}, {"SLURM_NODELIST", "a,b"}, {"SLURM_NNODES", "2"},
+  auto c = ok({{"SLURM_JOBID", "7"},
+               {"SLURM_NODELIST", "a,b"},
+               {"SLURM_NNODES", "2"},
                {"SLURM_NODEID", "0"}});
   CHECK(c.run_id == "7");
   CHECK(c.nnodes == 2);
@@ -110,9 +112,9 @@ TEST_CASE("global GPU ids become a --gpu-ids selection for what the process sees
     return *r;
   };
   CHECK(spec({2, 3}, std::nullopt) == "2,3");
-  CHECK(spec({2, 3}, "2,3") == "0,1");         // global ids exported as they are
-  CHECK(spec({3, 2}, "1,2,3") == "2,1");       // order of the Slurm list kept
-  CHECK(spec({6, 7}, "0,1") == "0,1");         // device cgroups renumber what is seen
+  CHECK(spec({2, 3}, "2,3") == "0,1");    // global ids exported as they are
+  CHECK(spec({3, 2}, "1,2,3") == "2,1");  // order of the Slurm list kept
+  CHECK(spec({6, 7}, "0,1") == "0,1");    // device cgroups renumber what is seen
   auto bad = gpu_ids_for_visible({6, 7}, "0,1,2", "SLURM_STEP_GPUS");
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.status().message(),

@@ -1,5 +1,7 @@
 // ssh command lines: flags, environment forwarding, and quoting proven by running the remote
 // command string through real POSIX shells and checking what the program received.
+#include "launcher/cluster/ssh_command.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <fstream>
 
 #include "launcher/cluster/shell_quote.h"
-#include "launcher/cluster/ssh_command.h"
 
 using namespace ddp::cluster;
 namespace fs = std::filesystem;
@@ -90,12 +91,39 @@ TEST_CASE("shell_quote leaves plain words bare and quotes the rest", "[cluster][
 TEST_CASE("hostile arguments reach the program intact through sh -c", "[cluster][ssh]") {
   TempDir dir("cwd with space 'q' $x");
   fs::path canary = dir.path / "pwned";
-  const std::vector<std::string> hostile = {
-      "plain", "with space", "it's", "\"double\"", "$HOME", "${HOME}", "$(touch " +
-      canary.string() + ")", "`touch " + canary.string() + "`", "a;b", "a && b", "a | b",
-      "line1\nline2", "", "*", "~", "~root", "\\", "\\n", "-n", "--", "!x", "{a,b}", "#c",
-      "tab\there", "é ü 漢", "%s", "'", "''", "'\"'\"'", "> out", "a=b", "\r\n",
-      "trailing space "};
+  const std::vector<std::string> hostile = {"plain",
+                                            "with space",
+                                            "it's",
+                                            "\"double\"",
+                                            "$HOME",
+                                            "${HOME}",
+                                            "$(touch " + canary.string() + ")",
+                                            "`touch " + canary.string() + "`",
+                                            "a;b",
+                                            "a && b",
+                                            "a | b",
+                                            "line1\nline2",
+                                            "",
+                                            "*",
+                                            "~",
+                                            "~root",
+                                            "\\",
+                                            "\\n",
+                                            "-n",
+                                            "--",
+                                            "!x",
+                                            "{a,b}",
+                                            "#c",
+                                            "tab\there",
+                                            "é ü 漢",
+                                            "%s",
+                                            "'",
+                                            "''",
+                                            "'\"'\"'",
+                                            "> out",
+                                            "a=b",
+                                            "\r\n",
+                                            "trailing space "};
   std::vector<std::string> argv{"/usr/bin/printf", "%s\\0"};
   argv.insert(argv.end(), hostile.begin(), hostile.end());
   auto command = remote_command_line(dir.path.string(), {}, argv);
@@ -112,13 +140,14 @@ TEST_CASE("the remote command runs in the working directory with the forwarded v
           "[cluster][ssh]") {
   TempDir dir("work dir; $(x) 'q'");
   std::vector<std::pair<std::string, std::string>> env = {
-      {"DDP_TEST_A", "value with 'quotes' and $dollar"}, {"DDP_TEST_B", "line1\nline2"},
+      {"DDP_TEST_A", "value with 'quotes' and $dollar"},
+      {"DDP_TEST_B", "line1\nline2"},
       {"DDP_TEST_EMPTY", ""}};
-  auto command = remote_command_line(
-      dir.path.string(), env,
-      {"/bin/sh", "-c", "pwd -P; printf '%s\\0' \"$DDP_TEST_A\" \"$DDP_TEST_B\" "
-                        "\"${DDP_TEST_EMPTY-unset}\"",
-       "ignored $0"});
+  auto command = remote_command_line(dir.path.string(), env,
+                                     {"/bin/sh", "-c",
+                                      "pwd -P; printf '%s\\0' \"$DDP_TEST_A\" \"$DDP_TEST_B\" "
+                                      "\"${DDP_TEST_EMPTY-unset}\"",
+                                      "ignored $0"});
   REQUIRE(command);
   CHECK(command->rfind("cd ", 0) == 0);
   CHECK(command->find(" && exec env ") != std::string::npos);
@@ -153,9 +182,9 @@ TEST_CASE("ssh argv: batch mode, port, identity, user, then -- host command", "[
   SshSettings settings{*command, 2222, "/home/u/.ssh/id_ed25519", "trainer"};
   auto full = ssh_argv(settings, "fd00::2", "true");
   REQUIRE(full);
-  CHECK(*full == Argv{"/usr/bin/ssh", "-F", "/etc/ssh/cluster_config", "-o", "BatchMode=yes",
-                      "-p", "2222", "-i", "/home/u/.ssh/id_ed25519", "-l", "trainer", "--",
-                      "fd00::2", "true"});
+  CHECK(*full == Argv{"/usr/bin/ssh", "-F", "/etc/ssh/cluster_config", "-o", "BatchMode=yes", "-p",
+                      "2222", "-i", "/home/u/.ssh/id_ed25519", "-l", "trainer", "--", "fd00::2",
+                      "true"});
   CHECK_FALSE(ssh_argv({}, "-oProxyCommand=evil", "true"));
   CHECK_FALSE(parse_ssh_command("   "));
   CHECK_FALSE(parse_ssh_command("ssh -o 'User=x'"));
@@ -165,7 +194,7 @@ TEST_CASE("forward-env option: names and prefixes select variables", "[cluster][
   auto patterns = parse_forward_env("NCCL_*,PYTHONPATH,X");
   REQUIRE(patterns);
   Environment env{{"NCCL_DEBUG", "INFO"}, {"NCCL_IB_HCA", "mlx5"}, {"NCCLX", "no"},
-                  {"PYTHONPATH", "/src"}, {"PYTHONPATHX", "no"}, {"HOME", "/home/u"}};
+                  {"PYTHONPATH", "/src"}, {"PYTHONPATHX", "no"},   {"HOME", "/home/u"}};
   auto selected = forwarded_environment(*patterns, env);
   CHECK(selected == std::vector<std::pair<std::string, std::string>>{
                         {"NCCL_DEBUG", "INFO"}, {"NCCL_IB_HCA", "mlx5"}, {"PYTHONPATH", "/src"}});

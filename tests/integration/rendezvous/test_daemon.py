@@ -176,8 +176,12 @@ class Wire(unittest.TestCase):
             c.sendall(b"\x0d" + struct.pack("<I", 7))               # no late STOP_WAITING
             self.assertEqual(recv_exact(c, 4), struct.pack("<I", 7))
 
-    def test_unknown_and_native_range_ops_close_the_connection(self):
-        for payload in (b"\x09", MODERN_VALIDATE + b"\x12", MODERN_VALIDATE + b"\x80"):
+    def test_unknown_ops_and_bad_native_requests_close_the_connection(self):
+        # 0x80..0x8F are native rendezvous requests (rendezvous/framer.h): a JOIN declaring a
+        # 1 GB run id is refused from its length; 0x90 and up are never valid from a client.
+        bad_join = b"\x80" + u64(1 << 30)
+        for payload in (b"\x09", MODERN_VALIDATE + b"\x12", MODERN_VALIDATE + b"\x90",
+                        MODERN_VALIDATE + b"\xff", bad_join, MODERN_VALIDATE + bad_join):
             with connect(self.d.port) as c:
                 c.sendall(payload)
                 self.assertTrue(closed_by_peer(c), payload)

@@ -1,0 +1,35 @@
+#include "launcher/agent_args.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace ddp::launcher {
+namespace {
+
+constexpr std::array<std::string_view, 8> kLauncherOnly = {"launcher",     "hosts",      "hostfile",
+                                                           "ssh_command",  "ssh_port",   "ssh_user",
+                                                           "ssh_identity", "forward_env"};
+
+}  // namespace
+
+std::vector<std::string> agent_arguments(const RawOptions& raw) {
+  std::vector<std::string> args;
+  for (const auto& [key, value] : raw.values) {
+    if (!value.given) continue;
+    if (std::find(kLauncherOnly.begin(), kLauncherOnly.end(), key) != kLauncherOnly.end()) {
+      continue;
+    }
+    std::string name = "--" + key;
+    std::replace(name.begin(), name.end(), '_', '-');
+    if (is_flag_option(key)) {
+      if (value.text != "0") args.push_back(name);  // PET_* flags are integers, 0 = off
+    } else {
+      args.push_back(name + "=" + value.text);
+    }
+  }
+  args.insert(args.end(), raw.program.begin(), raw.program.end());
+  return args;
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,83 @@
+#include "rendezvous/framer.h"
+
+namespace ddp::rdzv {
+
+void put_store_reply(std::string& out, std::string_view reply) {
+  put_u8(out, kStoreReplyType);
+  put_bytes(out, reply);
+}
+
+Frame Framer::next(std::string_view input) {
+  Frame frame;
+  if (input.empty()) {
+    frame.needed = 1;
+    return frame;
+  }
+  const auto type = static_cast<std::uint8_t>(input.front());
+  if (!membership::is_native_request_type(type)) return next_store(input);
+  auto decoded = membership::decode_request(input, wire_);
+  switch (decoded.state) {
+    case membership::DecodeState::kIncomplete:
+      frame.needed = decoded.needed;
+      return frame;
+    case membership::DecodeState::kError:
+      frame.kind = FrameKind::kError;
+      frame.error = "malformed rendezvous request: " + decoded.error;
+      return frame;
+    case membership::DecodeState::kComplete:
+      break;
+  }
+  native_mode_ = true;
+  frame.kind = FrameKind::kNative;
+  frame.consumed = decoded.consumed;
+  frame.native = std::move(decoded.message);
+  return frame;
+}
+
+Frame Framer::next_store(std::string_view input) {
+  Frame frame;
+  if (!dialect_) {
+    if (native_mode_) {
+      // A native client speaks the modern numbering and may skip VALIDATE.
+      dialect_ = Dialect::kModern;
+      validated_ = true;
+    } else {
+      switch (detect_dialect(input)) {
+        case DialectGuess::kNeedMore:
+          frame.needed = input.size() + 1;
+          return frame;
+        case DialectGuess::kModern:
+          dialect_ = Dialect::kModern;
+          break;
+        case DialectGuess::kLegacy113:
+          dialect_ = Dialect::kLegacy113;
+          break;
+      }
+    }
+  }
+  ParseResult parsed = parse_request(*dialect_, input, limits_);
+  if (parsed.state == ParseState::kIncomplete) {
+    frame.needed = parsed.needed;
+    return frame;
+  }
+  if (parsed.state == ParseState::kError) {
+    frame.kind = FrameKind::kError;
+    frame.error = "malformed request: " + parsed.error;
+    return frame;
+  }
+  if (*dialect_ == Dialect::kModern && !validated_) {
+    if (parsed.request.op != Op::kValidate) {
+      frame.kind = FrameKind::kError;
+      frame.error = "the first query of a PyTorch >= 2.2 connection must be VALIDATE, got " +
+                    std::string(op_name(parsed.request.op));
+      return frame;
+    }
+    validated_ = true;
+  }
+  frame.kind = FrameKind::kStore;
+  frame.consumed = parsed.consumed;
+  frame.store = std::move(parsed.request);
+  return frame;
+}
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,81 @@
+#include "rendezvous/native_hub.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+#include <utility>
+
+#include "rendezvous/membership/wire.h"
+
+namespace ddp::rdzv {
+
+using membership::Clock;
+
+NativeHub::NativeHub(boost::asio::any_io_executor executor, membership::RegistryOptions options)
+    : registry_(options), timer_(std::move(executor)) {}
+
+NativeHub::~NativeHub() { stop(); }
+
+membership::NodeId NativeHub::attach(NativePeer& peer) {
+  const membership::NodeId id = next_id_++;
+  peers_.emplace(id, &peer);
+  return id;
+}
+
+void NativeHub::handle(membership::NodeId id, membership::Request request) {
+  deliver(registry_.handle(id, std::move(request), Clock::now()));
+  rearm();
+}
+
+void NativeHub::touch(membership::NodeId id) {
+  // Not a JOINed node yet: nothing to refresh (the registry's error reply is dropped).
+  (void)registry_.handle(id, membership::Heartbeat{}, Clock::now());
+  rearm();
+}
+
+void NativeHub::closed(membership::NodeId id) {
+  if (peers_.erase(id) == 0) return;
+  deliver(registry_.connection_closed(id, Clock::now()));
+  rearm();
+}
+
+void NativeHub::stop() {
+  stopped_ = true;
+  armed_.reset();
+  timer_.cancel();
+}
+
+void NativeHub::deliver(const membership::Events& events) {
+  // One encoding per distinct payload would save work on fan-outs, but events to different
+  // nodes differ (ranks) except StopWorkers/JobFinished; encoding is ~100 ns, so keep it simple.
+  for (const membership::Event& event : events) {
+    auto it = peers_.find(event.to);
+    if (it == peers_.end()) continue;  // closed in the meantime: nothing to tell
+    it->second->push(membership::encode_push(event.payload));
+  }
+}
+
+void NativeHub::rearm() {
+  if (stopped_) return;
+  const auto next = registry_.next_deadline();
+  if (next == armed_) return;
+  armed_ = next;
+  if (!next) {
+    timer_.cancel();
+    return;
+  }
+  timer_.expires_at(*next);  // cancels a pending wait (its handler sees operation_aborted)
+  timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](boost::system::error_code ec) {
+    // Re-armed, stopped or destroyed: touch nothing.
+    if (ec || alive.expired()) return;
+    on_timer();
+  });
+}
+
+void NativeHub::on_timer() {
+  armed_.reset();
+  deliver(registry_.on_deadline(Clock::now()));
+  rearm();
+}
+
+}  // namespace ddp::rdzv

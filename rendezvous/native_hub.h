@@ -1,0 +1,72 @@
+// The daemon side of the native rendezvous: owns the membership Registry of every job this
+// server serves, the one timer armed at its next deadline, and the routing of events to the
+// connections they address. Sessions call it; it pushes encoded events back through the
+// NativePeer interface, so it has no socket code and no knowledge of Session.
+//
+// NodeIds are allocated here, once per connection at its first native request, and are never
+// reused for the server's lifetime.
+//
+// Threading: the server's io_context thread only (one thread, no locks). Every call may push
+// to any registered peer before returning (delivery is synchronous: peer->push queues bytes).
+// Calls may nest (a push that makes a peer close calls closed() from inside a delivery).
+// Lifetime: owned by SessionContext; stop() cancels the timer so the io_context can finish.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+
+#include "rendezvous/membership/messages.h"
+#include "rendezvous/membership/registry.h"
+
+namespace ddp::rdzv {
+
+// A connection that receives pushes. The hub holds raw pointers between attach() and
+// detach(); the peer must detach (closed()) before it is destroyed.
+class NativePeer {
+ public:
+  virtual ~NativePeer() = default;
+  // Queue one encoded push (0x90..0x94) and start writing it.
+  virtual void push(std::string_view bytes) = 0;
+};
+
+class NativeHub {
+ public:
+  NativeHub(boost::asio::any_io_executor executor, membership::RegistryOptions options = {});
+  ~NativeHub();
+  NativeHub(const NativeHub&) = delete;
+  NativeHub& operator=(const NativeHub&) = delete;
+
+  // Registers `peer` and returns its NodeId.
+  membership::NodeId attach(NativePeer& peer);
+  // One decoded native request from `id`; its events (including the reply to JOIN) are
+  // pushed before this returns.
+  void handle(membership::NodeId id, membership::Request request);
+  // Any other traffic from `id` (TCPStore queries) also proves it alive.
+  void touch(membership::NodeId id);
+  // The connection closed (EOF, error, server stop): the node is gone at once.
+  void closed(membership::NodeId id);
+  // Cancels the deadline timer; later calls still work but no deadline fires.
+  void stop();
+
+  const membership::Registry& registry() const { return registry_; }
+
+ private:
+  void deliver(const membership::Events& events);
+  void rearm();
+  void on_timer();
+
+  membership::Registry registry_;
+  boost::asio::steady_timer timer_;
+  std::optional<membership::TimePoint> armed_;  // the deadline the timer waits for
+  std::unordered_map<membership::NodeId, NativePeer*> peers_;
+  membership::NodeId next_id_ = 1;
+  bool stopped_ = false;
+  // Expires with the hub: a timer handler already queued when the hub dies sees it gone.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+}  // namespace ddp::rdzv

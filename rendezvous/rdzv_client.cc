@@ -1,0 +1,202 @@
+#include "rendezvous/rdzv_client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <utility>
+
+#include "rendezvous/framer.h"
+#include "rendezvous/membership/wire.h"
+
+namespace ddp::rdzv {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+std::shared_ptr<RdzvClient> RdzvClient::create(asio::io_context& io,
+                                               RdzvClientHandlers handlers) {
+  return std::make_shared<RdzvClient>(io, std::move(handlers));
+}
+
+RdzvClient::RdzvClient(asio::io_context& io, RdzvClientHandlers handlers)
+    : io_(io), handlers_(std::move(handlers)), socket_(io), heartbeat_(io) {}
+
+RdzvClient::~RdzvClient() = default;
+
+bool RdzvClient::is_open() const { return open_ && !ended_; }
+
+void RdzvClient::connect(std::string host, std::uint16_t port, std::chrono::milliseconds timeout,
+                         std::function<void(Status)> done) {
+  peer_ = host + ":" + std::to_string(port);
+  // The connect races a timer; whichever finishes first settles `done` exactly once.
+  struct Attempt {
+    tcp::resolver resolver;
+    asio::steady_timer timer;
+    std::function<void(Status)> done;
+    bool settled = false;
+  };
+  auto attempt = std::make_shared<Attempt>(
+      Attempt{tcp::resolver(io_), asio::steady_timer(io_, timeout), std::move(done)});
+  auto settle = [self = shared_from_this(), attempt](Status s) {
+    if (attempt->settled) return;
+    attempt->settled = true;
+    attempt->timer.cancel();
+    attempt->resolver.cancel();
+    if (s) {
+      self->open_ = true;
+      boost::system::error_code ignored;
+      self->socket_.set_option(tcp::no_delay(true), ignored);
+      self->read_more();
+    } else {
+      boost::system::error_code ignored;
+      self->socket_.close(ignored);
+    }
+    attempt->done(std::move(s));
+  };
+  attempt->timer.async_wait([settle, peer = peer_, timeout](boost::system::error_code ec) {
+    if (ec) return;
+    settle(timeout_error("cannot reach the rendezvous daemon at " + peer + " within " +
+                         std::to_string(timeout.count()) +
+                         "ms; check --rdzv-endpoint and that the daemon runs"));
+  });
+  attempt->resolver.async_resolve(
+      host, std::to_string(port),
+      [self = shared_from_this(), attempt, settle](boost::system::error_code ec,
+                                                   tcp::resolver::results_type results) {
+        if (attempt->settled) return;
+        if (ec) {
+          settle(io_error("cannot resolve rendezvous endpoint " + self->peer_ + ": " +
+                          ec.message() + "; check --rdzv-endpoint"));
+          return;
+        }
+        asio::async_connect(self->socket_, results,
+                            [self, settle](boost::system::error_code ec2, const tcp::endpoint&) {
+                              if (ec2) {
+                                settle(io_error("cannot connect to the rendezvous daemon at " +
+                                                self->peer_ + ": " + ec2.message() +
+                                                "; check --rdzv-endpoint and that it runs"));
+                                return;
+                              }
+                              settle(Status::ok());
+                            });
+      });
+}
+
+void RdzvClient::join(membership::JoinRequest request,
+                      std::function<void(Result<membership::Joined>)> done) {
+  if (!is_open() || join_done_) {
+    asio::post(io_, [done = std::move(done), open = is_open()] {
+      done(open ? invalid_argument("join already in progress on this connection")
+                : peer_gone("the rendezvous connection is closed"));
+    });
+    return;
+  }
+  join_done_ = std::move(done);
+  keep_alive_ = request.config.keep_alive_interval;
+  send(membership::encode_request(request));
+  heartbeats_on_ = true;
+  arm_heartbeat();
+}
+
+void RdzvClient::report_failure(std::uint64_t round, std::vector<membership::Failure> failures) {
+  send(membership::encode_request(membership::ReportFailure{round, std::move(failures)}));
+}
+void RdzvClient::workers_stopped(std::uint64_t round) {
+  send(membership::encode_request(membership::WorkersStopped{round}));
+}
+void RdzvClient::report_success(std::uint64_t round) {
+  send(membership::encode_request(membership::ReportSuccess{round}));
+}
+void RdzvClient::leave(std::string reason) {
+  send(membership::encode_request(membership::Leave{std::move(reason)}));
+  close_after_write_ = true;
+  heartbeats_on_ = false;
+  heartbeat_.cancel();
+  if (writing_.empty() && out_.empty()) end(Status::ok());
+}
+
+void RdzvClient::store(Request request, std::function<void(Result<std::string>)> done) {
+  auto bytes = encode_request(Dialect::kModern, request);
+  if (!bytes || !is_open()) {
+    asio::post(io_, [done = std::move(done), known = bytes.has_value()] {
+      done(known ? peer_gone("the rendezvous connection is closed")
+                 : invalid_argument("this query does not exist in the >= 2.2 numbering"));
+    });
+    return;
+  }
+  store_calls_.push_back({std::move(*bytes), std::move(done)});
+  send_next_store();
+}
+
+void RdzvClient::send_next_store() {
+  if (store_in_flight_ || store_calls_.empty() || !is_open()) return;
+  store_in_flight_ = true;
+  send(store_calls_.front().bytes);
+}
+
+void RdzvClient::close() { end(Status::ok()); }
+
+void RdzvClient::stop_heartbeats() {
+  heartbeats_on_ = false;
+  heartbeat_.cancel();
+}
+
+void RdzvClient::arm_heartbeat() {
+  if (!heartbeats_on_ || !is_open()) return;
+  heartbeat_.expires_after(keep_alive_);
+  heartbeat_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || !self->heartbeats_on_ || !self->is_open()) return;
+    self->send(membership::encode_request(membership::Heartbeat{}));
+    self->arm_heartbeat();
+  });
+}
+
+void RdzvClient::send(std::string bytes) {
+  if (!is_open()) return;
+  out_.append(bytes);
+  flush();
+}
+
+void RdzvClient::flush() {
+  if (!writing_.empty() || out_.empty() || !is_open()) return;
+  writing_.swap(out_);
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                      std::string().swap(self->writing_);
+                      if (self->ended_) return;
+                      if (ec) {
+                        self->end(peer_gone("lost the rendezvous daemon at " + self->peer_ +
+                                            ": write failed: " + ec.message()));
+                        return;
+                      }
+                      if (self->close_after_write_ && self->out_.empty()) {
+                        self->end(Status::ok());
+                        return;
+                      }
+                      self->flush();
+                    });
+}
+
+void RdzvClient::end(Status why) {
+  if (ended_) return;
+  ended_ = true;
+  heartbeats_on_ = false;
+  boost::system::error_code ignored;
+  heartbeat_.cancel();
+  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  // Report the end to everyone still waiting, after this call returns.
+  const Status pending = why ? cancelled("the rendezvous client was closed") : why;
+  auto join_done = std::move(join_done_);
+  join_done_ = nullptr;
+  auto calls = std::move(store_calls_);
+  store_calls_.clear();
+  asio::post(io_, [self = shared_from_this(), why, pending, join_done = std::move(join_done),
+                   calls = std::move(calls)]() mutable {
+    if (join_done) join_done(pending);
+    for (auto& call : calls) call.done(pending);
+    if (!why && self->handlers_.on_disconnect) self->handlers_.on_disconnect(why);
+  });
+}
+
+}  // namespace ddp::rdzv

@@ -1,0 +1,130 @@
+// The agent's side of the native rendezvous: one connection to the rendezvous daemon (embedded
+// or standalone `ddp-rendezvous`), asynchronous on the caller's io_context.
+//
+// API style: callbacks, not awaitables. The agent is a state machine driven by events (its
+// workers' exits, signals, these pushes); a callback per event feeds it directly, whereas an
+// awaitable fits one linear flow and would need a coroutine parked on "the next push" beside
+// every other wait. A coroutine caller can still wrap join()/store() in async_initiate.
+//
+// Threading contract: create the client and call every method on the thread that runs `io`
+// (or before io.run() starts). Every callback runs on that thread, never inside the method
+// that caused it (always posted or from a completion), so a callback may call back into the
+// client, including close(). No locks.
+//
+// Lifetime: create() returns a shared_ptr; pending operations keep the client alive, so the
+// caller may drop its pointer after close(). After close() or a disconnect, no callback runs
+// except completions that report the end (kCancelled / kPeerGone).
+//
+// Flow:  connect -> join -> Joined (callback) -> RoundComplete / StopWorkers / JobFinished /
+//        ErrorEvent pushes (on_event) ... -> leave() or close().
+// Heartbeats start at join and are sent every config.keep_alive_interval until close; the
+// daemon drops a node silent for keep_alive_interval * keep_alive_max_attempt.
+// TCPStore queries may share the connection (rendezvous/framer.h): store() keeps one in
+// flight and queues the rest, so replies match queries; a WAIT that never completes blocks
+// later store() calls (but not rendezvous traffic).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "rendezvous/membership/messages.h"
+#include "rendezvous/protocol.h"
+
+namespace ddp::rdzv {
+
+struct RdzvClientHandlers {
+  // Every push after the JOIN reply: RoundComplete, StopWorkers, JobFinished, ErrorEvent
+  // (e.g. kTimeout when the first round never reached MIN nodes).
+  std::function<void(const membership::Payload&)> on_event;
+  // The daemon connection ended without close() (EOF, socket error, undecodable push):
+  // kPeerGone or kProtocol naming the daemon. Called once; nothing else follows.
+  std::function<void(const Status&)> on_disconnect;
+};
+
+class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
+ public:
+  static std::shared_ptr<RdzvClient> create(boost::asio::io_context& io,
+                                            RdzvClientHandlers handlers);
+  ~RdzvClient();
+  RdzvClient(const RdzvClient&) = delete;
+  RdzvClient& operator=(const RdzvClient&) = delete;
+
+  // Resolves and connects; `done` gets OK, kTimeout ("cannot reach the rendezvous daemon at
+  // HOST:PORT within 5000ms; check --rdzv-endpoint and that the daemon runs") or kIo.
+  void connect(std::string host, std::uint16_t port, std::chrono::milliseconds timeout,
+               std::function<void(Status)> done);
+
+  // Sends JOIN; `done` gets the daemon's Joined, or its ErrorEvent as a Status (bad config,
+  // config mismatch, job finished, ...), or kPeerGone when the connection ends first.
+  // One join per connection. Starts the heartbeat timer.
+  void join(membership::JoinRequest request,
+            std::function<void(Result<membership::Joined>)> done);
+
+  // Fire-and-forget reports (the daemon answers with pushes, if at all).
+  void report_failure(std::uint64_t round, std::vector<membership::Failure> failures);
+  void workers_stopped(std::uint64_t round);
+  void report_success(std::uint64_t round);
+  // Sends LEAVE (the job stays open for the others) and closes once it is written.
+  void leave(std::string reason);
+
+  // A TCPStore query (>= 2.2 numbering, e.g. SET/GET/ADD/WAIT) on this connection; `done`
+  // gets its raw reply bytes as protocol.h draws them (empty for SET), or an error.
+  void store(Request request, std::function<void(Result<std::string>)> done);
+
+  // Closes now: pending join/store completions get kCancelled; no on_disconnect.
+  void close();
+  bool is_open() const;
+
+  // Explicit for tests and benchmarks that simulate a hung agent: stop heartbeating but keep
+  // the connection open.
+  void stop_heartbeats();
+
+  // Use create(); public only for make_shared.
+  RdzvClient(boost::asio::io_context& io, RdzvClientHandlers handlers);
+
+ private:
+  struct StoreCall {
+    std::string bytes;
+    std::function<void(Result<std::string>)> done;
+  };
+
+  void send(std::string bytes);
+  void flush();
+  void read_more();
+  // Decodes every complete push at the front of in_; false after ending the connection.
+  bool consume();
+  bool on_push(membership::Payload push);
+  void on_store_reply(std::string reply);
+  void send_next_store();
+  void arm_heartbeat();
+  // Ends the connection: `why` OK for close(), else the on_disconnect status.
+  void end(Status why);
+
+  boost::asio::io_context& io_;
+  RdzvClientHandlers handlers_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer heartbeat_;
+  std::string peer_;  // "host:port" for messages
+  std::chrono::milliseconds keep_alive_{0};
+  bool heartbeats_on_ = false;
+  std::string in_;
+  std::string out_;
+  std::string writing_;
+  bool close_after_write_ = false;
+  bool open_ = false;
+  bool ended_ = false;
+  std::function<void(Result<membership::Joined>)> join_done_;
+  std::deque<StoreCall> store_calls_;  // front is in flight when store_in_flight_
+  bool store_in_flight_ = false;
+};
+
+}  // namespace ddp::rdzv

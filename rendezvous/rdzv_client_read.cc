@@ -1,0 +1,95 @@
+// RdzvClient's receive side: waits for the socket to become readable, drains it, and decodes
+// pushes (rendezvous/membership/wire.h) and framed TCPStore replies (rendezvous/framer.h).
+#include <array>
+#include <utility>
+
+#include "rendezvous/framer.h"
+#include "rendezvous/membership/wire.h"
+#include "rendezvous/rdzv_client.h"
+
+namespace ddp::rdzv {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+void RdzvClient::read_more() {
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](
+                                                 boost::system::error_code ec) {
+    if (self->ended_) return;
+    if (!ec) {
+      std::array<char, 16384> buffer;  // drained at once; only an unfinished tail is kept
+      const std::size_t n = self->socket_.read_some(asio::buffer(buffer), ec);
+      if (!ec) {
+        self->in_.append(buffer.data(), n);
+        if (self->consume()) self->read_more();
+        return;
+      }
+    }
+    self->end(peer_gone("lost the rendezvous daemon at " + self->peer_ + ": " +
+                        (ec == asio::error::eof ? std::string("it closed the connection")
+                                                : ec.message())));
+  });
+}
+
+bool RdzvClient::consume() {
+  std::size_t used = 0;
+  const std::string_view view(in_);
+  while (used < view.size() && !ended_) {
+    const std::string_view rest = view.substr(used);
+    if (static_cast<std::uint8_t>(rest.front()) == kStoreReplyType) {
+      std::size_t pos = 1;
+      std::uint64_t n = 0;
+      if (!get_u64(rest, pos, n) || rest.size() - pos < n) break;
+      on_store_reply(std::string(rest.substr(pos, n)));
+      used += pos + n;
+      continue;
+    }
+    auto decoded = membership::decode_push(rest);
+    if (decoded.state == membership::DecodeState::kIncomplete) break;
+    if (decoded.state == membership::DecodeState::kError) {
+      end(protocol_error("undecodable push from the rendezvous daemon at " + peer_ + ": " +
+                         decoded.error + "; is it a ddprun daemon of the same version?"));
+      return false;
+    }
+    used += decoded.consumed;
+    if (!on_push(std::move(decoded.message))) return false;
+  }
+  in_.erase(0, used);
+  if (in_.empty()) std::string().swap(in_);
+  return !ended_;
+}
+
+bool RdzvClient::on_push(membership::Payload push) {
+  if (join_done_) {
+    if (auto* joined = std::get_if<membership::Joined>(&push)) {
+      auto done = std::move(join_done_);
+      join_done_ = nullptr;
+      done(*joined);
+      return !ended_;
+    }
+    if (auto* error = std::get_if<membership::ErrorEvent>(&push)) {
+      auto done = std::move(join_done_);
+      join_done_ = nullptr;
+      stop_heartbeats();  // not a member: heartbeats would only earn errors
+      done(Status(error->code, error->message));
+      return !ended_;
+    }
+  }
+  if (handlers_.on_event) handlers_.on_event(push);
+  return !ended_;
+}
+
+void RdzvClient::on_store_reply(std::string reply) {
+  if (!store_in_flight_ || store_calls_.empty()) {
+    end(protocol_error("the rendezvous daemon at " + peer_ +
+                       " sent a store reply to no query"));
+    return;
+  }
+  StoreCall call = std::move(store_calls_.front());
+  store_calls_.pop_front();
+  store_in_flight_ = false;
+  send_next_store();
+  call.done(std::move(reply));
+}
+
+}  // namespace ddp::rdzv

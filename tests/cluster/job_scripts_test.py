@@ -1,0 +1,117 @@
+"""The job scripts in scripts/jobs/ run as written, in their single-node form, against the
+real ddprun: the Slurm script under a one-node Slurm environment (srun is a stand-in that runs
+the command once, fake_bin/srun: no Slurm exists here), the PBS script under a one-host
+PBS_NODEFILE, and the ssh script with a hostfile naming this machine. Their multi-node form is
+refused with exit 2 and the "not available yet" message. The scripts also pass bash -n.
+
+usage: job_scripts_test.py DDPRUN JOBS_DIR"""
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+DDPRUN = None
+JOBS = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "env_worker.py")
+DEADLINE_S = 30
+
+
+class JobScriptsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ddprun-jobs-it-")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        self.out = os.path.join(self.dir, "out")
+        os.makedirs(self.out)
+        gpus = os.path.join(self.dir, "nvidia")
+        for i in range(2):
+            os.makedirs(os.path.join(gpus, "gpus", f"0000:{i + 1:02x}:00.0"))
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("SLURM_", "PBS_", "PET_", "CUDA_VISIBLE_DEVICES"))}
+        self.env.update({"DDPRUN": DDPRUN, "DDPRUN_PYTHON": "/usr/bin/python3",
+                         "DDP_CLUSTER_TEST_OUT": self.out, "DDPRUN_PROC_NVIDIA": gpus,
+                         "TRAIN_SCRIPT": WORKER,
+                         "PATH": os.path.join(HERE, "fake_bin") + ":" + os.environ["PATH"]})
+
+    def run_script(self, argv, extra):
+        return subprocess.run(["/bin/bash", *argv], cwd=self.dir, env={**self.env, **extra},
+                              capture_output=True, text=True, timeout=DEADLINE_S)
+
+    def records(self, result):
+        self.assertEqual(result.returncode, 0, result.stderr)
+        found = {}
+        for path in glob.glob(os.path.join(self.out, "rank*.json")):
+            with open(path) as f:
+                record = json.load(f)
+            found[int(record["env"]["RANK"])] = record
+        return found
+
+    def assert_not_yet(self, result):
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("multi-node launch is not available yet", result.stderr)
+        self.assertEqual(os.listdir(self.out), [])
+
+    def nodefile(self, hosts):
+        path = os.path.join(self.dir, "nodefile")
+        with open(path, "w") as f:
+            f.write("".join(h + "\n" for h in hosts))
+        return {"PBS_JOBID": "31.pbs", "PBS_NODEFILE": path, "PBS_O_WORKDIR": self.dir,
+                "PBS_ENVIRONMENT": "PBS_BATCH"}
+
+    def test_scripts_parse(self):
+        for name in ("pbs_job.sh", "slurm_job.sbatch", "ssh_launch.sh"):
+            result = subprocess.run(["/bin/bash", "-n", os.path.join(JOBS, name)],
+                                    capture_output=True, text=True, timeout=DEADLINE_S)
+            self.assertEqual(result.returncode, 0, name + ": " + result.stderr)
+
+    def test_slurm_script_single_node(self):
+        slurm = {"SLURM_JOB_ID": "8080", "SLURM_JOB_NODELIST": "gpu01", "SLURM_NNODES": "1",
+                 "SLURM_STEP_NODELIST": "gpu01", "SLURM_STEP_NUM_NODES": "1",
+                 "SLURM_NODEID": "0", "SLURM_STEP_GPUS": "0,1"}
+        records = self.records(self.run_script([os.path.join(JOBS, "slurm_job.sbatch"), "--x"],
+                                               slurm))
+        self.assertEqual(sorted(records), [0, 1])
+        self.assertEqual(records[0]["env"]["TORCHELASTIC_RUN_ID"], "8080")
+        self.assertEqual(records[0]["env"]["CUDA_VISIBLE_DEVICES"], "0,1")
+        self.assertEqual(records[0]["argv"], ["--x"])
+
+    def test_slurm_script_two_nodes_not_yet(self):
+        slurm = {"SLURM_JOB_ID": "8081", "SLURM_STEP_NODELIST": "gpu[01-02]",
+                 "SLURM_STEP_NUM_NODES": "2", "SLURM_NODEID": "0"}
+        self.assert_not_yet(self.run_script([os.path.join(JOBS, "slurm_job.sbatch")], slurm))
+
+    def test_pbs_script_single_node(self):
+        host = socket.gethostname()
+        records = self.records(self.run_script([os.path.join(JOBS, "pbs_job.sh")],
+                                               self.nodefile([host, host])))
+        self.assertEqual(sorted(records), [0, 1])  # --nproc-per-node gpu: the 2 fake GPUs
+        self.assertEqual(records[1]["env"]["TORCHELASTIC_RUN_ID"], "31.pbs")
+
+    def test_pbs_script_two_nodes_not_yet(self):
+        host = socket.gethostname()
+        self.assert_not_yet(self.run_script([os.path.join(JOBS, "pbs_job.sh")],
+                                            self.nodefile([host, "other-node"])))
+
+    def test_ssh_script_with_this_host_and_two_hosts(self):
+        hostfile = os.path.join(self.dir, "hosts")
+        with open(hostfile, "w") as f:
+            f.write(f"{socket.gethostname()} slots=3  # this machine\n")
+        records = self.records(self.run_script(
+            [os.path.join(JOBS, "ssh_launch.sh"), hostfile, WORKER, "a b"], {}))
+        self.assertEqual(sorted(records), [0, 1, 2])
+        self.assertEqual(records[2]["argv"], ["a b"])
+        shutil.rmtree(self.out)
+        os.makedirs(self.out)
+        self.assert_not_yet(self.run_script(
+            [os.path.join(JOBS, "ssh_launch.sh"), os.path.join(JOBS, "hostfile.example"),
+             WORKER], {}))
+
+
+if __name__ == "__main__":
+    DDPRUN, JOBS = sys.argv.pop(1), sys.argv.pop(1)
+    unittest.main()

@@ -1,0 +1,144 @@
+// Framer: native rendezvous requests and TCPStore queries on one connection, told apart at
+// request boundaries without sockets. Bytes are hand-written (wire_bytes.h) where the test
+// is about the TCPStore side, and encoded by membership/wire.h for native requests (whose
+// byte layout membership_test pins down).
+#include "rendezvous/framer.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "rendezvous/membership/wire.h"
+#include "tests/rendezvous/wire_bytes.h"
+
+namespace ddp::rdzv {
+namespace {
+
+using test::byte;
+using test::str;
+using test::u32;
+using test::u64;
+
+const std::string kValidate = byte(0) + u32(kValidateMagic);
+
+membership::JoinRequest sample_join() {
+  membership::JoinRequest join;
+  join.run_id = "job";
+  join.node = {"host-a:1", "10.0.0.1", 29500, 2};
+  return join;
+}
+
+// Feeds `stream` through one Framer as a session would and returns the frames in order.
+std::vector<Frame> split(Framer& framer, const std::string& stream) {
+  std::vector<Frame> frames;
+  std::size_t used = 0;
+  while (used < stream.size()) {
+    Frame f = framer.next(std::string_view(stream).substr(used));
+    if (f.kind == FrameKind::kIncomplete || f.kind == FrameKind::kError) {
+      frames.push_back(std::move(f));
+      break;
+    }
+    used += f.consumed;
+    frames.push_back(std::move(f));
+  }
+  return frames;
+}
+
+TEST_CASE("store queries and native requests interleave on one modern connection", "[framer]") {
+  const std::string stream = kValidate + byte(1) + str("k") + str("v") +           // SET
+                             membership::encode_request(sample_join()) +          // JOIN
+                             byte(3) + str("k") +                                 // GET
+                             membership::encode_request(membership::Heartbeat{}) +
+                             byte(5) + str("n") + u64(1);                         // ADD
+  Framer framer{Limits{}};
+  CHECK_FALSE(framer.native_mode());
+  auto frames = split(framer, stream);
+  REQUIRE(frames.size() == 6);
+  CHECK(frames[0].kind == FrameKind::kStore);
+  CHECK(frames[0].store.op == Op::kValidate);
+  CHECK(frames[1].store.op == Op::kSet);
+  REQUIRE(frames[2].kind == FrameKind::kNative);
+  CHECK(std::get<membership::JoinRequest>(frames[2].native) == sample_join());
+  CHECK(frames[3].kind == FrameKind::kStore);
+  CHECK(frames[3].store.op == Op::kGet);
+  CHECK(frames[3].store.key == "k");
+  CHECK(frames[4].kind == FrameKind::kNative);
+  CHECK(std::holds_alternative<membership::Heartbeat>(frames[4].native));
+  CHECK(frames[5].store.op == Op::kAdd);
+  CHECK(frames[5].store.delta == 1);
+  CHECK(framer.native_mode());
+  CHECK(framer.dialect() == Dialect::kModern);
+}
+
+TEST_CASE("a connection that starts native speaks the modern numbering without VALIDATE",
+          "[framer]") {
+  Framer framer{Limits{}};
+  auto frames = split(framer, membership::encode_request(sample_join()) + byte(3) + str("key"));
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[0].kind == FrameKind::kNative);
+  REQUIRE(frames[1].kind == FrameKind::kStore);
+  CHECK(frames[1].store.op == Op::kGet);  // 3 is GET in >= 2.2, ADD in 1.13
+  CHECK(framer.dialect() == Dialect::kModern);
+}
+
+TEST_CASE("a 1.13 connection may also send native requests", "[framer]") {
+  Framer framer{Limits{}};
+  auto frames = split(framer, byte(0) + str("k") + str("v") +
+                                  membership::encode_request(membership::Leave{"bye"}) +
+                                  byte(2) + str("k"));
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[0].store.op == Op::kSet);
+  CHECK(std::get<membership::Leave>(frames[1].native).reason == "bye");
+  CHECK(frames[2].store.op == Op::kGet);  // 2 is GET in 1.13
+  CHECK(framer.dialect() == Dialect::kLegacy113);
+}
+
+TEST_CASE("a mixed stream cut anywhere is incomplete and asks for more", "[framer]") {
+  const std::string stream = kValidate + membership::encode_request(sample_join()) + byte(3) +
+                             str("key") + membership::encode_request(membership::WorkersStopped{7});
+  for (std::size_t cut = 0; cut < stream.size(); ++cut) {
+    Framer framer{Limits{}};
+    auto frames = split(framer, stream.substr(0, cut));
+    if (cut == 0) continue;
+    REQUIRE_FALSE(frames.empty());
+    INFO("cut at " << cut);
+    CHECK(frames.back().kind != FrameKind::kError);
+    if (frames.back().kind == FrameKind::kIncomplete) CHECK(frames.back().needed > 0);
+  }
+  Framer whole{Limits{}};
+  CHECK(split(whole, stream).size() == 4);
+}
+
+TEST_CASE("bad input of either kind is an error naming it", "[framer]") {
+  SECTION("an unknown query type after VALIDATE") {
+    Framer framer{Limits{}};
+    REQUIRE(framer.next(kValidate).kind == FrameKind::kStore);
+    auto f = framer.next(byte(0x12));
+    REQUIRE(f.kind == FrameKind::kError);
+    CHECK_THAT(f.error, Catch::Contains("malformed request"));
+  }
+  SECTION("a native JOIN declaring a 1 GB run id") {
+    Framer framer{Limits{}};
+    auto f = framer.next(byte(0x80) + u64(std::uint64_t{1} << 30));
+    REQUIRE(f.kind == FrameKind::kError);
+    CHECK_THAT(f.error, Catch::Contains("rendezvous request"));
+    CHECK_FALSE(framer.native_mode());
+  }
+  SECTION("a push type sent by a client") {
+    Framer framer{Limits{}};
+    auto f = framer.next(kValidate + byte(0x90));
+    REQUIRE(f.kind == FrameKind::kStore);
+    auto g = framer.next(byte(0x90) + u64(1) + byte(0));
+    CHECK(g.kind == FrameKind::kError);
+  }
+}
+
+TEST_CASE("framed store replies carry type 0x95 and a length", "[framer]") {
+  std::string out;
+  put_store_reply(out, "");
+  put_store_reply(out, std::string("a\0b", 3));
+  CHECK(out == byte(0x95) + u64(0) + byte(0x95) + u64(3) + std::string("a\0b", 3));
+}
+
+}  // namespace
+}  // namespace ddp::rdzv
