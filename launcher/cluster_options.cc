@@ -24,11 +24,15 @@ using Kind = LaunchPlan::Kind;
 constexpr const char* kSshOptions[] = {"ssh_command", "ssh_port", "ssh_identity", "ssh_user",
                                        "forward_env"};
 
-std::string not_yet(const std::string& what) {
-  return what +
-         ", but multi-node launch is not available yet in this ddprun; run on a single "
-         "node for now (--launcher local runs on this node only)";
+// `what` says why more than this node is needed; `instead` what works today.
+std::string not_yet(const std::string& what, const std::string& instead) {
+  return what + ", but multi-node launch is not available yet in this ddprun; " + instead;
 }
+
+constexpr const char* kSshInstead =
+    "for now run on this machine only (--hosts localhost:N, or no --hosts)";
+constexpr const char* kAllocationInstead =
+    "for now use a one-node allocation, or --launcher local to run on this node only";
 
 Status read_ssh_settings(const RawOptions& raw, LaunchPlan& plan) {
   const RawValue& command = raw.at("ssh_command");
@@ -36,7 +40,7 @@ Status read_ssh_settings(const RawOptions& raw, LaunchPlan& plan) {
     return s;
   }
   const RawValue& port = raw.at("ssh_port");
-  if (!port.text.empty()) {
+  if (port.given || !port.text.empty()) {
     auto number = parse_integer(port.origin, port.text, 1, 65535);
     if (!number) return from(port, number.status());
     plan.ssh.port = static_cast<int>(*number);
@@ -130,14 +134,16 @@ Status plan_ssh(const RawOptions& raw, const LaunchEnvironment& environment, Inv
   }
   const std::string& source = hosts.given ? hosts.origin : hostfile.origin;
   if (plan.hosts.size() > 1) {
-    return invalid_argument(not_yet(source + " names " + std::to_string(plan.hosts.size()) +
-                                    " hosts (one agent each)"));
+    return invalid_argument(
+        not_yet(source + " names " + std::to_string(plan.hosts.size()) + " hosts (one agent each)",
+                kSshInstead));
   }
   const cluster::HostSlots& only = plan.hosts.front();
   if (!cluster::is_loopback_name(only.host) &&
       !cluster::same_host(only.host, environment.hostname)) {
     return invalid_argument(not_yet(source + " names the remote host " + only.host +
-                                    " (this host is " + environment.hostname + ")"));
+                                        " (this host is " + environment.hostname + ")",
+                                    kSshInstead));
   }
   // One host and it is this one: run here; its slots are the worker count unless given.
   if (only.slots && !raw.at("nproc_per_node").given && !raw.at("gpu_ids").given) {
@@ -176,9 +182,10 @@ Status apply_context(const RawOptions& raw, const LaunchEnvironment& environment
     topology_given = topology_given || raw.at(key).given;
   }
   if (!topology_given && context.nnodes > 1) {
-    return invalid_argument(not_yet("this " + context.scheduler + " job has " +
-                                    std::to_string(context.nnodes) + " nodes (" + context.origin +
-                                    "; this is node " + std::to_string(context.node_rank) + ")"));
+    return invalid_argument(not_yet(
+        "this " + context.scheduler + " job has " + std::to_string(context.nnodes) + " nodes (" +
+            context.origin + "; this is node " + std::to_string(context.node_rank) + ")",
+        kAllocationInstead));
   }
   if (topology_given) {
     out.notices.push_back("explicit node options take precedence over the " + context.scheduler +

@@ -52,9 +52,7 @@ constexpr std::array<OptionSpec, 38> kOptions{{
     {"numa_binding", "", false, "", "Not supported by ddprun"},
     {"logs_specs", "", false, "", "Not supported by ddprun"},
     {"event_log_handler", "", false, "null", "Accepted: null only"},
-    {"launcher", "", false, "auto",
-     "How nodes are reached: auto, local, ssh, slurm or pbs (auto: --hosts/--hostfile "
-     "means ssh, else a Slurm or PBS job's environment, else local)"},
+    {"launcher", "", false, "auto", "How nodes are reached: auto, local, ssh, slurm or pbs"},
     {"hosts", "", false, "", "ssh launch on these hosts: h1,h2:4 (HOST[:SLOTS])"},
     {"hostfile", "", false, "", "ssh launch on the hosts of FILE (`HOST slots=N` lines)"},
     {"ssh_command", "", false, "ssh", "ssh program and leading arguments"},

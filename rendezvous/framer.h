@@ -41,10 +41,10 @@ enum class FrameKind { kIncomplete, kError, kStore, kNative };
 
 struct Frame {
   FrameKind kind = FrameKind::kIncomplete;
-  std::size_t consumed = 0;  // kStore / kNative: bytes used
-  std::size_t needed = 0;    // kIncomplete: smallest input size that can make progress
-  std::string error;         // kError
-  Request store;             // kStore (VALIDATE included, see validate_only)
+  std::size_t consumed = 0;    // kStore / kNative: bytes used
+  std::size_t needed = 0;      // kIncomplete: smallest input size that can make progress
+  std::string error;           // kError
+  Request store;               // kStore (VALIDATE included, see validate_only)
   membership::Request native;  // kNative
 };
 

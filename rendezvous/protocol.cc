@@ -225,7 +225,7 @@ ParseResult parse_request(Dialect dialect, std::string_view input, const Limits&
     result.state = ParseState::kError;
     result.error = "unknown query type " + std::to_string(code) + " for the " +
                    (dialect == Dialect::kModern ? "PyTorch >= 2.2" : "PyTorch 1.13") + " numbering";
-    if (code >= kFirstNativeOp) result.error += " (native rendezvous range, not implemented)";
+    if (code >= kFirstNativeOp) result.error += " (native rendezvous range: not a TCPStore query)";
     return result;
   }
   Reader reader(input.substr(1), limits);

@@ -39,7 +39,8 @@
 //   DELETE_KEY        8                  8
 //   APPEND .. LIST    -                  9 .. 17
 //   0x80 .. 0xFF      reserved for ddprun's native rendezvous operations (no PyTorch
-//                     version uses them); today they are unknown and close the connection.
+//                     version uses them). This parser rejects them; the session's Framer
+//                     (framer.h) routes 0x80..0x8F to membership/wire.h before it is called.
 //
 // Dialect detection: a modern client always opens with `00 CE F7 85 3C` (VALIDATE + magic);
 // a 1.13 client cannot (a SET would declare a ~1 GB key). A strict prefix of those bytes

@@ -13,8 +13,7 @@ namespace ddp::rdzv {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-std::shared_ptr<RdzvClient> RdzvClient::create(asio::io_context& io,
-                                               RdzvClientHandlers handlers) {
+std::shared_ptr<RdzvClient> RdzvClient::create(asio::io_context& io, RdzvClientHandlers handlers) {
   return std::make_shared<RdzvClient>(io, std::move(handlers));
 }
 
@@ -69,16 +68,16 @@ void RdzvClient::connect(std::string host, std::uint16_t port, std::chrono::mill
                           ec.message() + "; check --rdzv-endpoint"));
           return;
         }
-        asio::async_connect(self->socket_, results,
-                            [self, settle](boost::system::error_code ec2, const tcp::endpoint&) {
-                              if (ec2) {
-                                settle(io_error("cannot connect to the rendezvous daemon at " +
-                                                self->peer_ + ": " + ec2.message() +
-                                                "; check --rdzv-endpoint and that it runs"));
-                                return;
-                              }
-                              settle(Status::ok());
-                            });
+        asio::async_connect(
+            self->socket_, results,
+            [self, settle](boost::system::error_code ec2, const tcp::endpoint&) {
+              if (ec2) {
+                settle(io_error("cannot connect to the rendezvous daemon at " + self->peer_ + ": " +
+                                ec2.message() + "; check --rdzv-endpoint and that it runs"));
+                return;
+              }
+              settle(Status::ok());
+            });
       });
 }
 

@@ -66,8 +66,7 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   // Sends JOIN; `done` gets the daemon's Joined, or its ErrorEvent as a Status (bad config,
   // config mismatch, job finished, ...), or kPeerGone when the connection ends first.
   // One join per connection. Starts the heartbeat timer.
-  void join(membership::JoinRequest request,
-            std::function<void(Result<membership::Joined>)> done);
+  void join(membership::JoinRequest request, std::function<void(Result<membership::Joined>)> done);
 
   // Fire-and-forget reports (the daemon answers with pushes, if at all).
   void report_failure(std::uint64_t round, std::vector<membership::Failure> failures);

@@ -13,22 +13,22 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 void RdzvClient::read_more() {
-  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](
-                                                 boost::system::error_code ec) {
-    if (self->ended_) return;
-    if (!ec) {
-      std::array<char, 16384> buffer;  // drained at once; only an unfinished tail is kept
-      const std::size_t n = self->socket_.read_some(asio::buffer(buffer), ec);
-      if (!ec) {
-        self->in_.append(buffer.data(), n);
-        if (self->consume()) self->read_more();
-        return;
-      }
-    }
-    self->end(peer_gone("lost the rendezvous daemon at " + self->peer_ + ": " +
-                        (ec == asio::error::eof ? std::string("it closed the connection")
-                                                : ec.message())));
-  });
+  socket_.async_wait(
+      tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
+        if (self->ended_) return;
+        if (!ec) {
+          std::array<char, 16384> buffer;  // drained at once; only an unfinished tail is kept
+          const std::size_t n = self->socket_.read_some(asio::buffer(buffer), ec);
+          if (!ec) {
+            self->in_.append(buffer.data(), n);
+            if (self->consume()) self->read_more();
+            return;
+          }
+        }
+        self->end(peer_gone(
+            "lost the rendezvous daemon at " + self->peer_ + ": " +
+            (ec == asio::error::eof ? std::string("it closed the connection") : ec.message())));
+      });
 }
 
 bool RdzvClient::consume() {
@@ -81,8 +81,7 @@ bool RdzvClient::on_push(membership::Payload push) {
 
 void RdzvClient::on_store_reply(std::string reply) {
   if (!store_in_flight_ || store_calls_.empty()) {
-    end(protocol_error("the rendezvous daemon at " + peer_ +
-                       " sent a store reply to no query"));
+    end(protocol_error("the rendezvous daemon at " + peer_ + " sent a store reply to no query"));
     return;
   }
   StoreCall call = std::move(store_calls_.front());

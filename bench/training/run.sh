@@ -36,26 +36,27 @@ run_group() {
   rm -f "$out" "$out".*
 }
 
-best() {  # best of $repeat runs
-  local top=0 v
-  for ((i = 0; i < repeat; i++)); do
-    v=$(run_group "$@")
-    top=$(awk -v a="$top" -v b="$v" 'BEGIN { print (b > a) ? b : a }')
-  done
-  echo "$top"
-}
-
+# Interleaved (C++ 1, Python 1, C++ 2, Python 2) per round so both see the same machine
+# load; the best of REPEAT rounds is kept for each cell.
 args=(--epochs "$epochs" --synthetic-samples "$samples" --batch-size "$batch")
-cpp1=$(best 1 "$train" "${args[@]}")
-cpp2=$(best 2 "$train" "${args[@]}")
-py1=$(best 1 "$python" "$here/cifar10_ddp.py" "${args[@]}")
-py2=$(best 2 "$python" "$here/cifar10_ddp.py" "${args[@]}")
+max() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a) ? b : a }'; }
+cpp1=0 cpp2=0 py1=0 py2=0
+load_before=$(cut -d' ' -f1 /proc/loadavg)
+for ((i = 0; i < repeat; i++)); do
+  cpp1=$(max "$cpp1" "$(run_group 1 "$train" "${args[@]}")")
+  py1=$(max "$py1" "$(run_group 1 "$python" "$here/cifar10_ddp.py" "${args[@]}")")
+  cpp2=$(max "$cpp2" "$(run_group 2 "$train" "${args[@]}")")
+  py2=$(max "$py2" "$(run_group 2 "$python" "$here/cifar10_ddp.py" "${args[@]}")")
+done
+load_after=$(cut -d' ' -f1 /proc/loadavg)
 
-awk -v c1="$cpp1" -v c2="$cpp2" -v p1="$py1" -v p2="$py2" -v b="$batch" -v s="$samples" 'BEGIN {
+awk -v c1="$cpp1" -v c2="$cpp2" -v p1="$py1" -v p2="$py2" -v b="$batch" -v s="$samples" \
+  -v n="$(nproc)" -v lb="$load_before" -v la="$load_after" 'BEGIN {
   printf "CIFAR-10-shaped ResNet-style model, %d synthetic samples, batch %d per worker, 1 thread per worker\n\n", s, b
   printf "| program | 1 worker (samples/s) | 2 workers (samples/s) | scaling 1->2 (%% of ideal) |\n"
   printf "|---|---|---|---|\n"
   printf "| C++ worker SDK (cifar10_train) | %.1f | %.1f | %.0f%% |\n", c1, c2, 100 * c2 / (2 * c1)
   printf "| Python DDP (Gloo) | %.1f | %.1f | %.0f%% |\n", p1, p2, 100 * p2 / (2 * p1)
-  printf "\nC++ / Python at 2 workers: %.2fx\n", c2 / p2
+  printf "\nC++ / Python: %.2fx at 1 worker, %.2fx at 2 workers\n", c1 / p1, c2 / p2
+  printf "machine: %d cores, 1-minute load average %s before, %s after\n", n, lb, la
 }'

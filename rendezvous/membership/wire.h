@@ -36,8 +36,9 @@
 //              i64 pid, i64 time, error_file str, message str
 //
 // Requests get no reply except JOIN (JOINED or ERROR); every other push comes whenever the
-// job changes. A connection that sends a native request carries only native traffic from
-// then on, so pushes never interleave with TCPStore replies.
+// job changes. TCPStore queries may share the connection: once it has sent a native request,
+// the daemon frames each TCPStore reply as push type 0x95 (rendezvous/framer.h), so pushes
+// and replies never get confused.
 #pragma once
 
 #include <cstddef>

@@ -176,6 +176,7 @@ TEST_CASE("ssh: several or remote hosts are refused, bad host input is an error"
   CHECK_THAT(error({"--hosts", "h1,h2:4"}), Catch::Contains("--hosts names 2 hosts"));
   CHECK_THAT(error({"--hosts", "h1,h2:4"}), Catch::Contains(kNotYet));
   CHECK_THAT(error({"--hosts", "gpu7"}), Catch::Contains("the remote host gpu7"));
+  CHECK_THAT(error({"--hosts", "gpu7"}), Catch::Contains("--hosts localhost:N"));
   Machine m;
   m.files = {{"hf", "a slots=2\nb slots=x\n"}, {"two", "a\nb\n"}};
   CHECK_THAT(error({"--hostfile", "hf"}, m), Catch::Contains("hf:2: 'slots=x'"));
@@ -206,6 +207,7 @@ TEST_CASE("ssh options: stored when valid, rejected when wrong or pointless",
   CHECK_THAT(error({"--forward-env", "A"}), Catch::Contains("only applies to ssh launches"));
   CHECK_THAT(error({"--hosts", "localhost", "--ssh-port", "0"}), Catch::Contains("--ssh-port"));
   CHECK_THAT(error({"--hosts", "localhost", "--ssh-port", "x"}), Catch::Contains("--ssh-port"));
+  CHECK_THAT(error({"--hosts", "localhost", "--ssh-port", ""}), Catch::Contains("--ssh-port"));
   CHECK_THAT(error({"--hosts", "localhost", "--ssh-user", "a b"}), Catch::Contains("--ssh-user"));
   CHECK_THAT(error({"--hosts", "localhost", "--ssh-identity", ""}), Catch::Contains("is empty"));
   CHECK_THAT(error({"--hosts", "localhost", "--forward-env", "A-B"}),

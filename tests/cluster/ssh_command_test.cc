@@ -11,39 +11,13 @@
 #include <fstream>
 
 #include "launcher/cluster/shell_quote.h"
+#include "tests/cluster/run_shell.h"
 
 using namespace ddp::cluster;
+using ddp::cluster::testing::run_shell;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Runs `shell -c command` (as sshd runs the remote command through the login shell) and
-// returns its stdout; the shell must exit 0.
-std::string run_shell(const std::string& shell, const std::string& command) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    execl(shell.c_str(), shell.c_str(), "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  INFO(shell << " -c " << command);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  return out;
-}
 
 std::vector<std::string> split_nul(const std::string& text) {
   std::vector<std::string> out;
@@ -210,4 +184,34 @@ TEST_CASE("forward-env option: names and prefixes select variables", "[cluster][
     REQUIRE_FALSE(r);
     CHECK_THAT(r.status().message(), Catch::Contains("--forward-env"));
   }
+}
+
+TEST_CASE("the real OpenSSH client reads our argv as intended (ssh -G)", "[cluster][ssh]") {
+  if (access("/usr/bin/ssh", X_OK) != 0) {
+    WARN("skipped: /usr/bin/ssh is not installed (Debian openssh-client)");
+    return;
+  }
+  TempDir dir("keys");
+  fs::path identity = dir.path / "id_test";
+  std::ofstream(identity) << "not a real key; ssh -G only records the path\n";
+  // -G prints the resulting configuration and exits without connecting; -F /dev/null keeps
+  // the user's ~/.ssh/config out of it.
+  SshSettings settings{
+      {"/usr/bin/ssh", "-F", "/dev/null", "-G"}, 2222, identity.string(), "trainer"};
+  auto argv = ssh_argv(settings, "gpu-node-7", "cd /w && exec ddprun train.py");
+  REQUIRE(argv);
+  std::string command;
+  for (const auto& word : *argv) command += shell_quote(word) + " ";
+  std::string out = run_shell("/bin/sh", command + "2>/dev/null");
+  auto lower = [](const std::string& text) {
+    std::string low;
+    for (char c : text) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return low;
+  };
+  std::string config = lower(out);  // ssh -G spells some keys in capitals ("User")
+  CHECK_THAT(config, Catch::Contains("\nhostname gpu-node-7\n"));
+  CHECK_THAT(config, Catch::Contains("\nport 2222\n"));
+  CHECK_THAT(config, Catch::Contains("user trainer\n"));
+  CHECK_THAT(config, Catch::Contains("\nbatchmode yes\n"));
+  CHECK_THAT(config, Catch::Contains("\nidentityfile " + lower(identity.string()) + "\n"));
 }

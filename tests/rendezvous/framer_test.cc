@@ -45,11 +45,11 @@ std::vector<Frame> split(Framer& framer, const std::string& stream) {
 }
 
 TEST_CASE("store queries and native requests interleave on one modern connection", "[framer]") {
-  const std::string stream = kValidate + byte(1) + str("k") + str("v") +           // SET
-                             membership::encode_request(sample_join()) +          // JOIN
-                             byte(3) + str("k") +                                 // GET
-                             membership::encode_request(membership::Heartbeat{}) +
-                             byte(5) + str("n") + u64(1);                         // ADD
+  const std::string stream = kValidate + byte(1) + str("k") + str("v") +  // SET
+                             membership::encode_request(sample_join()) +  // JOIN
+                             byte(3) + str("k") +                         // GET
+                             membership::encode_request(membership::Heartbeat{}) + byte(4) +
+                             str("n") + u64(1);  // ADD
   Framer framer{Limits{}};
   CHECK_FALSE(framer.native_mode());
   auto frames = split(framer, stream);
@@ -83,9 +83,9 @@ TEST_CASE("a connection that starts native speaks the modern numbering without V
 
 TEST_CASE("a 1.13 connection may also send native requests", "[framer]") {
   Framer framer{Limits{}};
-  auto frames = split(framer, byte(0) + str("k") + str("v") +
-                                  membership::encode_request(membership::Leave{"bye"}) +
-                                  byte(2) + str("k"));
+  auto frames =
+      split(framer, byte(0) + str("k") + str("v") +
+                        membership::encode_request(membership::Leave{"bye"}) + byte(2) + str("k"));
   REQUIRE(frames.size() == 3);
   CHECK(frames[0].store.op == Op::kSet);
   CHECK(std::get<membership::Leave>(frames[1].native).reason == "bye");

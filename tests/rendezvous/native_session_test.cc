@@ -30,6 +30,13 @@ bool run_until(boost::asio::io_context& io, const std::function<bool()>& done,
   return true;
 }
 
+ServerOptions loopback() {
+  ServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  return options;
+}
+
 struct Agent {
   std::shared_ptr<RdzvClient> client;
   std::optional<Result<m::Joined>> joined;
@@ -48,9 +55,8 @@ struct Agent {
 std::unique_ptr<Agent> connect_agent(boost::asio::io_context& io, std::uint16_t port) {
   auto agent = std::make_unique<Agent>();
   Agent* a = agent.get();
-  a->client = RdzvClient::create(
-      io, {[a](const m::Payload& p) { a->events.push_back(p); },
-           [a](const Status& s) { a->disconnected = s; }});
+  a->client = RdzvClient::create(io, {[a](const m::Payload& p) { a->events.push_back(p); },
+                                      [a](const Status& s) { a->disconnected = s; }});
   std::optional<Status> connected;
   a->client->connect("127.0.0.1", port, 2s, [&](Status s) { connected = s; });
   REQUIRE(run_until(io, [&] { return connected.has_value(); }));
@@ -71,7 +77,7 @@ m::JoinRequest join_request(std::string key, std::uint32_t local_world_size) {
 TEST_CASE("an embedded server runs a rendezvous and serves store queries on the same connection",
           "[native]") {
   boost::asio::io_context io;
-  auto server = Server::start(io, {.host = "127.0.0.1", .port = 0});
+  auto server = Server::start(io, loopback());
   REQUIRE(server);
   auto a = connect_agent(io, (*server)->port());
   auto b = connect_agent(io, (*server)->port());
@@ -86,9 +92,8 @@ TEST_CASE("an embedded server runs a rendezvous and serves store queries on the 
                    [&](Result<std::string> r) { get_reply = r; });
   b->client->join(join_request("b", 1), [&](Result<m::Joined> r) { b->joined = r; });
 
-  REQUIRE(run_until(io, [&] {
-    return a->last<m::RoundComplete>() && b->last<m::RoundComplete>() && get_reply;
-  }));
+  REQUIRE(run_until(
+      io, [&] { return a->last<m::RoundComplete>() && b->last<m::RoundComplete>() && get_reply; }));
   REQUIRE(a->joined->is_ok());
   CHECK_FALSE(a->joined->value().waiting);
   const auto& ra = *a->last<m::RoundComplete>();
@@ -105,7 +110,8 @@ TEST_CASE("an embedded server runs a rendezvous and serves store queries on the 
 
   SECTION("a closed connection stops the other node at once") {
     a->client->close();
-    REQUIRE(run_until(io, [&] { return b->last<m::StopWorkers>() != nullptr; }, 1s));
+    REQUIRE(run_until(
+        io, [&] { return b->last<m::StopWorkers>() != nullptr; }, 1s));
     CHECK(b->last<m::StopWorkers>()->reason == m::StopReason::kNodeLost);
   }
   SECTION("a parked WAIT is answered when another connection writes the key") {
@@ -132,7 +138,7 @@ TEST_CASE("an embedded server runs a rendezvous and serves store queries on the 
 
 TEST_CASE("a join error from the daemon completes join with its message", "[native]") {
   boost::asio::io_context io;
-  auto server = Server::start(io, {.host = "127.0.0.1", .port = 0});
+  auto server = Server::start(io, loopback());
   REQUIRE(server);
   auto a = connect_agent(io, (*server)->port());
   auto bad = join_request("a", 1);
@@ -148,7 +154,7 @@ TEST_CASE("connecting to a closed port fails with a message naming the endpoint"
   boost::asio::io_context io;
   std::uint16_t port = 0;
   {
-    auto server = Server::start(io, {.host = "127.0.0.1", .port = 0});
+    auto server = Server::start(io, loopback());
     REQUIRE(server);
     port = (*server)->port();
   }

@@ -80,6 +80,12 @@ void terminate_handler() {
   // With no matching catch anywhere, the runtime calls terminate before unwinding, so this
   // stack is the throw site.
   std::string trace = current_stack_trace();
+  // Drop this handler's own frames: keep what is below __cxa_throw (the throwing code).
+  auto thrower = trace.find("__cxa_throw");
+  if (thrower != std::string::npos) {
+    auto next_line = trace.find('\n', thrower);
+    if (next_line != std::string::npos) trace = trace.substr(next_line + 1);
+  }
   std::exception_ptr error = std::current_exception();
   ErrorReport report = error ? make_error_report(error, trace)
                              : ErrorReport{"std::terminate",

@@ -10,6 +10,8 @@
 // With --auto-stop it answers StopWorkers with WORKERS_STOPPED itself, as an agent would.
 // It exits 0 after JobFinished, on stdin EOF, after leave; 2 after a join error or a lost
 // daemon (both printed first).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -20,7 +22,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "rendezvous/rdzv_client.h"
 
@@ -33,8 +34,11 @@ void emit(json j) { std::cout << j.dump() << std::endl; }
 
 json failure_json(const std::optional<m::Failure>& f) {
   if (!f) return nullptr;
-  return {{"node_key", f->node_key}, {"group_rank", f->group_rank}, {"rank", f->rank},
-          {"exit_code", f->exit_code}, {"message", f->message}};
+  return {{"node_key", f->node_key},
+          {"group_rank", f->group_rank},
+          {"rank", f->rank},
+          {"exit_code", f->exit_code},
+          {"message", f->message}};
 }
 
 struct Probe {
@@ -53,22 +57,32 @@ struct Probe {
 
   void on_event(const m::Payload& p) {
     if (auto* r = std::get_if<m::RoundComplete>(&p)) {
-      emit({{"event", "round_complete"}, {"round", r->round}, {"restart_count", r->restart_count},
-            {"group_rank", r->group_rank}, {"group_world_size", r->group_world_size},
-            {"local_world_size", r->local_world_size}, {"rank_offset", r->rank_offset},
-            {"world_size", r->world_size}, {"store_addr", r->store_addr},
+      emit({{"event", "round_complete"},
+            {"round", r->round},
+            {"restart_count", r->restart_count},
+            {"group_rank", r->group_rank},
+            {"group_world_size", r->group_world_size},
+            {"local_world_size", r->local_world_size},
+            {"rank_offset", r->rank_offset},
+            {"world_size", r->world_size},
+            {"store_addr", r->store_addr},
             {"store_port", r->store_port}});
     } else if (auto* s = std::get_if<m::StopWorkers>(&p)) {
-      emit({{"event", "stop_workers"}, {"round", s->round},
-            {"reason", static_cast<int>(s->reason)}, {"detail", s->detail},
+      emit({{"event", "stop_workers"},
+            {"round", s->round},
+            {"reason", static_cast<int>(s->reason)},
+            {"detail", s->detail},
             {"first_failure", failure_json(s->first_failure)}});
       if (auto_stop) client->workers_stopped(s->round);
     } else if (auto* f = std::get_if<m::JobFinished>(&p)) {
-      emit({{"event", "job_finished"}, {"exit_code", f->exit_code}, {"reason", f->reason},
+      emit({{"event", "job_finished"},
+            {"exit_code", f->exit_code},
+            {"reason", f->reason},
             {"root_cause", failure_json(f->root_cause)}});
       finish(0);
     } else if (auto* e = std::get_if<m::ErrorEvent>(&p)) {
-      emit({{"event", "error"}, {"code", std::string(ddp::error_code_name(e->code))},
+      emit({{"event", "error"},
+            {"code", std::string(ddp::error_code_name(e->code))},
             {"message", e->message}});
     } else if (auto* j = std::get_if<m::Joined>(&p)) {
       emit({{"event", "joined"}, {"round", j->round}, {"waiting", j->waiting}});
@@ -100,8 +114,8 @@ struct Probe {
       const std::uint64_t round = f.group_rank;
       f.group_rank = 0;
       f.pid = ::getpid();
-      f.time = std::chrono::time_point_cast<std::chrono::microseconds>(
-          std::chrono::system_clock::now());
+      f.time =
+          std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
       f.message = "probe failure of rank " + std::to_string(f.rank);
       client->report_failure(round, {f});
     } else if (verb == "stopped" || verb == "success") {
@@ -116,7 +130,9 @@ struct Probe {
       client->store(r, [op = verb](ddp::Result<std::string> reply) {
         // GET replies u64 length + bytes; print the bytes.
         const std::string raw = reply ? reply.value() : "";
-        emit({{"event", "store_reply"}, {"op", op}, {"ok", reply.is_ok()},
+        emit({{"event", "store_reply"},
+              {"op", op},
+              {"ok", reply.is_ok()},
               {"value", raw.size() >= 8 ? raw.substr(8) : std::string()}});
       });
     } else if (verb == "leave") {
@@ -176,7 +192,8 @@ int main(int argc, char** argv) {
     }
     probe.client->join(join, [&](ddp::Result<m::Joined> r) {
       if (!r) {
-        emit({{"event", "join_error"}, {"code", std::string(ddp::error_code_name(r.status().code()))},
+        emit({{"event", "join_error"},
+              {"code", std::string(ddp::error_code_name(r.status().code()))},
               {"message", r.status().message()}});
         probe.finish(2);
         return;

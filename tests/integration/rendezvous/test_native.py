@@ -205,7 +205,8 @@ class NativeRendezvous(unittest.TestCase):
     def test_two_jobs_on_one_daemon(self):
         jobs = {}
         for run_id, lws in (("red", 2), ("blue", 5)):
-            ps = [self.probe(run_id, f"{run_id}{i}", "--min", 2, "--max", 2, "--lws", lws)
+            ps = [self.probe(run_id, f"{run_id}{i}", "--min", 2, "--max", 2, "--lws", lws,
+                             "--auto-stop")
                   for i in range(2)]
             jobs[run_id] = ps
         for run_id, lws in (("red", 2), ("blue", 5)):

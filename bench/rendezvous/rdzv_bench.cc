@@ -1,0 +1,252 @@
+// rdzv_bench: K simulated agents join one job on a running rendezvous daemon and report how
+// long the rendezvous and a cross-node teardown take. All agents live in this one process as
+// raw native-protocol connections on one Asio io_context (one thread), so the daemon sees K
+// real TCP connections while the client side stays cheap.
+//
+// Phases (each timed from the first byte sent to the last expected push received):
+//   connect   K TCP connections opened (not part of the rendezvous; reported apart)
+//   join      every agent sends JOIN (min = max = K) -> every agent has RoundComplete
+//   stop      agent 0 reports a worker failure -> every agent has StopWorkers
+//   finish    every agent reports WORKERS_STOPPED -> every agent has JobFinished
+// The assignments are checked: group ranks are a permutation of 0..K-1, rank offsets sum the
+// local world sizes, every agent names the same store address, every JobFinished the same
+// exit code. Prints one JSON object on stdout; exits 1 on a wrong result or a timeout.
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "rendezvous/membership/wire.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace m = ddp::membership;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+struct Agent {
+  explicit Agent(asio::io_context& io) : socket(io) {}
+  tcp::socket socket;
+  std::string in;
+  std::vector<char> buffer = std::vector<char>(2048);
+  std::string out;  // the bytes of this agent's in-flight write
+  std::optional<m::RoundComplete> round;
+  std::optional<m::StopWorkers> stop;
+  std::optional<m::JobFinished> finished;
+};
+
+class Bench {
+ public:
+  Bench(asio::io_context& io, std::size_t k) : io_(io) {
+    for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io));
+  }
+
+  bool connect(const tcp::endpoint& endpoint, std::chrono::seconds limit) {
+    std::size_t connected = 0;
+    bool failed = false;
+    for (auto& a : agents_) {
+      a->socket.async_connect(endpoint, [&, agent = a.get()](boost::system::error_code ec) {
+        if (ec) {
+          std::cerr << "connect failed: " << ec.message() << "\n";
+          failed = true;
+          return;
+        }
+        agent->socket.set_option(tcp::no_delay(true));
+        ++connected;
+        read(*agent);
+      });
+    }
+    return run_until([&] { return connected == agents_.size() || failed; }, limit) && !failed;
+  }
+
+  // Sends `bytes(i)` from every agent i, then runs until `done` holds for every agent.
+  template <typename Make, typename Done>
+  std::optional<std::chrono::duration<double>> phase(Make bytes, Done done,
+                                                     std::chrono::seconds limit) {
+    const auto t0 = Clock::now();
+    for (std::size_t i = 0; i < agents_.size(); ++i) {
+      std::string b = bytes(i);
+      if (!b.empty()) send(*agents_[i], std::move(b));
+    }
+    auto all = [&] {
+      for (; checked_ < agents_.size() && done(*agents_[checked_]); ++checked_) {
+      }
+      return checked_ == agents_.size();
+    };
+    checked_ = 0;
+    if (!run_until(all, limit)) return std::nullopt;
+    return Clock::now() - t0;
+  }
+
+  const std::vector<std::unique_ptr<Agent>>& agents() const { return agents_; }
+
+ private:
+  template <typename Pred>
+  bool run_until(Pred pred, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (!pred()) {
+      if (Clock::now() >= deadline || protocol_error_) return false;
+      io_.run_one_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+
+  void send(Agent& a, std::string bytes) {
+    a.out = std::move(bytes);  // one write per agent per phase: never overlaps
+    asio::async_write(a.socket, asio::buffer(a.out), [](boost::system::error_code ec, std::size_t) {
+      if (ec) std::cerr << "write failed: " << ec.message() << "\n";
+    });
+  }
+
+  void read(Agent& a) {
+    a.socket.async_read_some(asio::buffer(a.buffer),
+                             [this, &a](boost::system::error_code ec, std::size_t n) {
+                               if (ec)
+                                 return;  // the daemon closed: the phase times out and reports it
+                               a.in.append(a.buffer.data(), n);
+                               std::size_t used = 0;
+                               for (;;) {
+                                 auto d = m::decode_push(std::string_view(a.in).substr(used));
+                                 if (d.state == m::DecodeState::kIncomplete) break;
+                                 if (d.state == m::DecodeState::kError) {
+                                   std::cerr << "bad push: " << d.error << "\n";
+                                   protocol_error_ = true;
+                                   return;
+                                 }
+                                 used += d.consumed;
+                                 if (auto* r = std::get_if<m::RoundComplete>(&d.message))
+                                   a.round = *r;
+                                 if (auto* s = std::get_if<m::StopWorkers>(&d.message)) a.stop = *s;
+                                 if (auto* f = std::get_if<m::JobFinished>(&d.message))
+                                   a.finished = *f;
+                                 if (auto* e = std::get_if<m::ErrorEvent>(&d.message)) {
+                                   std::cerr << "error push: " << e->message << "\n";
+                                   protocol_error_ = true;
+                                 }
+                               }
+                               a.in.erase(0, used);
+                               read(a);
+                             });
+  }
+
+  asio::io_context& io_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+  std::size_t checked_ = 0;
+  bool protocol_error_ = false;
+};
+
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+// Group ranks a permutation, offsets = prefix sums of local world sizes, one store address.
+std::string check_assignments(const Bench& bench, std::uint64_t world) {
+  const auto& agents = bench.agents();
+  std::vector<const m::RoundComplete*> by_rank(agents.size(), nullptr);
+  for (const auto& a : agents) {
+    const auto& r = *a->round;
+    if (r.group_rank >= agents.size() || by_rank[r.group_rank]) return "group ranks collide";
+    if (r.world_size != world) return "world sizes differ";
+    by_rank[r.group_rank] = &r;
+  }
+  std::uint64_t offset = 0;
+  for (const auto* r : by_rank) {
+    if (r->rank_offset != offset) return "rank offsets are not prefix sums";
+    if (r->store_port != by_rank[0]->store_port || r->store_addr != by_rank[0]->store_addr) {
+      return "agents disagree on the store address";
+    }
+    offset += r->local_world_size;
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rdzv_bench: K simulated agents against a running ddp-rendezvous"};
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::size_t k = 100;
+  std::string run_id = "bench";
+  app.add_option("--host", host);
+  app.add_option("--port", port)->required();
+  app.add_option("--agents", k)->required()->check(CLI::Range(1, 1 << 20));
+  app.add_option("--run-id", run_id);
+  CLI11_PARSE(app, argc, argv);
+  raise_open_file_limit();
+
+  asio::io_context io(1);
+  Bench bench(io, k);
+  const tcp::endpoint endpoint(asio::ip::make_address(host), port);
+  const auto limit = std::chrono::seconds(60);
+  const auto c0 = Clock::now();
+  if (!bench.connect(endpoint, limit)) {
+    std::cerr << "could not open " << k << " connections; raise ulimit -n\n";
+    return 1;
+  }
+  const std::chrono::duration<double> connect_time = Clock::now() - c0;
+
+  std::uint64_t world = 0;
+  auto join = bench.phase(
+      [&](std::size_t i) {
+        m::JoinRequest r;
+        r.run_id = run_id;
+        r.config.min_nodes = r.config.max_nodes = static_cast<std::uint32_t>(k);
+        // Generous: this process cannot heartbeat while it is busy sending JOINs.
+        r.config.keep_alive_interval = std::chrono::seconds(30);
+        r.node = {"agent-" + std::to_string(i),
+                  "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250), 29500,
+                  static_cast<std::uint32_t>(1 + i % 8)};
+        world += r.node.local_world_size;
+        return m::encode_request(r);
+      },
+      [](const Agent& a) { return a.round.has_value(); }, limit);
+  if (!join) return std::cerr << "join phase timed out\n", 1;
+  if (auto bad = check_assignments(bench, world); !bad.empty()) {
+    std::cerr << "wrong assignment: " << bad << "\n";
+    return 1;
+  }
+  const std::uint64_t round = bench.agents()[0]->round->round;
+  auto stop = bench.phase(
+      [&](std::size_t i) {
+        if (i != 0) return std::string();
+        m::Failure f;
+        f.exit_code = 3;
+        f.message = "bench failure";
+        return m::encode_request(m::ReportFailure{round, {f}});
+      },
+      [](const Agent& a) { return a.stop.has_value(); }, limit);
+  if (!stop) return std::cerr << "stop phase timed out\n", 1;
+  auto finish = bench.phase(
+      [&](std::size_t i) {
+        return i == 0 ? std::string() : m::encode_request(m::WorkersStopped{round});
+      },
+      [](const Agent& a) { return a.finished.has_value(); }, limit);
+  if (!finish) return std::cerr << "finish phase timed out\n", 1;
+  for (const auto& a : bench.agents()) {
+    if (a->finished->exit_code != 3) return std::cerr << "exit codes differ\n", 1;
+  }
+
+  nlohmann::json out = {{"agents", k},
+                        {"world_size", world},
+                        {"connect_s", connect_time.count()},
+                        {"join_s", join->count()},
+                        {"stop_s", stop->count()},
+                        {"finish_s", finish->count()}};
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
