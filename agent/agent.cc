@@ -82,6 +82,17 @@ class SignalForwarder {
   bool interrupted_ = false;
 };
 
+// The default temporary log directory is removed when the run left no file in it (no
+// redirected output, no error file), so plain runs do not litter $TMPDIR.
+void remove_if_empty(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_directory(ec)) return;
+  }
+  if (!ec) std::filesystem::remove_all(dir, ec);
+}
+
 int report_failure(const AgentConfig& config, const RunSetup& setup, const Outcome& outcome) {
   std::vector<FailureRecord> records;
   for (const auto& f : outcome.failures) {
@@ -187,6 +198,7 @@ int run(const AgentConfig& config) {
   if (outcome->kind == Outcome::Kind::kFailed) {
     root_cause_code = report_failure(config, *setup, *outcome);
   }
+  if (!config.log_dir) remove_if_empty(setup->log_dir);
   return outcome_exit_code(*outcome, root_cause_code);
 }
 

@@ -93,8 +93,10 @@ void RdzvClient::join(membership::JoinRequest request,
   join_done_ = std::move(done);
   keep_alive_ = request.config.keep_alive_interval;
   send(membership::encode_request(request));
+  join_sent_ = true;
   heartbeats_on_ = true;
   arm_heartbeat();
+  send_next_store();
 }
 
 void RdzvClient::report_failure(std::uint64_t round, std::vector<membership::Failure> failures) {
@@ -128,7 +130,7 @@ void RdzvClient::store(Request request, std::function<void(Result<std::string>)>
 }
 
 void RdzvClient::send_next_store() {
-  if (store_in_flight_ || store_calls_.empty() || !is_open()) return;
+  if (!join_sent_ || store_in_flight_ || store_calls_.empty() || !is_open()) return;
   store_in_flight_ = true;
   send(store_calls_.front().bytes);
 }

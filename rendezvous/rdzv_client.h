@@ -75,8 +75,10 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   // Sends LEAVE (the job stays open for the others) and closes once it is written.
   void leave(std::string reason);
 
-  // A TCPStore query (>= 2.2 numbering, e.g. SET/GET/ADD/WAIT) on this connection; `done`
-  // gets its raw reply bytes as protocol.h draws them (empty for SET), or an error.
+  // A TCPStore query (>= 2.2 numbering, e.g. SET/GET/ADD/WAIT; not WATCH_KEY) on this
+  // connection; `done` gets its raw reply bytes as protocol.h draws them (empty for SET), or
+  // an error. Queries made before join() are held until JOIN is sent (the daemon frames
+  // store replies only from a connection's first native request on).
   void store(Request request, std::function<void(Result<std::string>)> done);
 
   // Closes now: pending join/store completions get kCancelled; no on_disconnect.
@@ -124,6 +126,7 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   std::function<void(Result<membership::Joined>)> join_done_;
   std::deque<StoreCall> store_calls_;  // front is in flight when store_in_flight_
   bool store_in_flight_ = false;
+  bool join_sent_ = false;  // store queries wait for it: only then are replies framed
 };
 
 }  // namespace ddp::rdzv

@@ -29,8 +29,10 @@ std::string format_endpoint(const asio::ip::address& address, std::uint16_t port
 // Shared between the Server object and its accept coroutine, so a Server destroyed
 // while an accept is pending leaves nothing dangling.
 struct Listener {
-  explicit Listener(asio::io_context& io, const Limits& limits)
-      : acceptor(io), sessions(std::make_shared<SessionContext>(io.get_executor(), limits)) {}
+  Listener(asio::io_context& io, const ServerOptions& options)
+      : acceptor(io),
+        sessions(std::make_shared<SessionContext>(io.get_executor(), options.limits,
+                                                  options.registry)) {}
   tcp::acceptor acceptor;
   std::shared_ptr<SessionContext> sessions;
 };
@@ -124,7 +126,7 @@ class ServerImpl final : public Server {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, const ServerOptions& options) {
-  auto listener = std::make_shared<Listener>(io, options.limits);
+  auto listener = std::make_shared<Listener>(io, options);
   if (options.host.empty()) {
     Status v6 = open_and_bind(listener->acceptor, tcp::endpoint(tcp::v6(), options.port), true);
     // Fall back to IPv4 only when IPv6 itself is unavailable, not when the port is taken.

@@ -1,6 +1,9 @@
 // The store server: a TCPStore-compatible listener (both PyTorch numberings) that
-// serves one in-memory Store. Used by the `ddp-rendezvous` daemon and embedded in
-// ddprun agents (rendezvous store and worker store).
+// serves one in-memory Store, plus ddprun's native rendezvous requests (every job of a
+// membership::Registry, keyed by run id; rendezvous/framer.h, native_hub.h). Used by the
+// `ddp-rendezvous` daemon and embedded in ddprun agents: an agent that hosts the rendezvous
+// starts one on its own io_context and its RdzvClient connects to it like any other node's;
+// the worker store is a second Server that simply never sees native requests.
 //
 // Threading: everything runs on the io_context passed to start(); only that
 // io_context's single thread may call stop() or destroy the Server. No locks.
@@ -14,6 +17,7 @@
 
 #include "common/status.h"
 #include "rendezvous/limits.h"
+#include "rendezvous/membership/registry.h"
 
 namespace ddp::rdzv {
 
@@ -21,6 +25,7 @@ struct ServerOptions {
   std::string host;          // bind address; empty = all interfaces (IPv6 dual-stack, else IPv4)
   std::uint16_t port = 29400;  // 0 picks a free port
   Limits limits;
+  membership::RegistryOptions registry;  // how long finished jobs are remembered
 };
 
 class Server {

@@ -140,19 +140,41 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
 
 bool Session::handle_store(Request& request) {
   if (!framer_.native_mode()) return handle(request);
-  // Native mode: wrap whatever the query appended as one framed reply. A WAIT that parks
-  // appends nothing now; wait_satisfied() sends its framed reply later.
+  // Native mode: the query's reply becomes one framed reply. It is collected apart from out_
+  // because the query may also complete this connection's own parked WAIT (a pipelined
+  // WAIT k, SET k), whose framed reply must come first: it was asked first.
+  if (request.op == Op::kWatchKey) {
+    close(
+        "WATCH_KEY cannot share a connection with native rendezvous requests; use another "
+        "connection for watches",
+        true);
+    return false;
+  }
   if (node_id_) ctx_->native.touch(*node_id_);
-  const std::size_t start = out_.size();
-  if (!handle(request)) return false;
-  if (request.op == Op::kWait && out_.size() == start) return true;
-  std::string reply = out_.substr(start);
-  out_.resize(start);
-  put_store_reply(out_, reply);
+  std::string queued;
+  queued.swap(out_);
+  in_store_query_ = true;
+  const bool ok = handle(request);
+  in_store_query_ = false;
+  std::string reply;
+  reply.swap(out_);
+  out_.swap(queued);
+  out_.append(deferred_);
+  std::string().swap(deferred_);
+  if (!ok) return false;
+  const bool parked = request.op == Op::kWait && reply.empty();  // answered by wait_satisfied
+  if (!parked) put_store_reply(out_, reply);
   return true;
 }
 
 void Session::handle_native(membership::Request request) {
+  if (watching_) {
+    close(
+        "native rendezvous requests cannot share a connection with WATCH_KEY; use another "
+        "connection for watches",
+        true);
+    return;
+  }
   if (!node_id_) {
     node_id_ = ctx_->native.attach(*this);
     spdlog::debug("connection from {} is rendezvous node {}", peer(), *node_id_);
@@ -188,7 +210,12 @@ void Session::flush() {
 
 void Session::wait_satisfied() {
   if (framer_.native_mode()) {
-    put_store_reply(out_, std::string(1, static_cast<char>(kStopWaiting)));
+    const std::string reply(1, static_cast<char>(kStopWaiting));
+    if (in_store_query_) {
+      put_store_reply(deferred_, reply);  // handle_store() queues it before the query's reply
+      return;
+    }
+    put_store_reply(out_, reply);
   } else {
     put_u8(out_, kStopWaiting);
   }

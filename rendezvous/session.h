@@ -100,6 +100,9 @@ class Session final : public Subscriber,
   std::string writing_;     // the bytes of the in-flight write
   Framer framer_;
   std::optional<membership::NodeId> node_id_;  // set by the first native request
+  bool watching_ = false;                      // sent WATCH_KEY (never native, then)
+  bool in_store_query_ = false;                // handle_store() is collecting a reply
+  std::string deferred_;  // framed WAIT replies completed by the query in progress
   bool closed_ = false;
 };
 

@@ -39,6 +39,7 @@ bool Session::handle(Request& req) {
       put_i64(out_, store.num_keys());
       break;
     case Op::kWatchKey:
+      watching_ = true;
       store.watch(*this, req.key);
       put_u8(out_, kWatchRegistered);
       break;

@@ -158,11 +158,13 @@ done
 echo
 echo "Median of $REPEATS runs each; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| load | PyTorch 1.13 server | ddp-rendezvous | ratio ddp/PyTorch |"
-echo "|---|---|---|---|"
+echo "| load | PyTorch 1.13 server ops/s | ddp-rendezvous ops/s | ratio ddp/PyTorch | server CPU µs/op PyTorch / ddp |"
+echo "|---|---|---|---|---|"
 for n in $OPS_CLIENTS; do
-  t=$(field ops_per_s "${R[torch.ops.$n]}"); d=$(field ops_per_s "${R[ddp.ops.$n]}")
-  echo "| set/get/add ops/s, $n clients | ${t:-${R[torch.ops.$n]}} | ${d:-${R[ddp.ops.$n]}} | $(ratio "$d" "$t") |"
+  tl=${R[torch.ops.$n]}; dl=${R[ddp.ops.$n]}
+  t=$(field ops_per_s "$tl"); d=$(field ops_per_s "$dl")
+  cpu="$(field server_cpu_us_per_op "$tl") / $(field server_cpu_us_per_op "$dl")"
+  echo "| set/get/add, $n clients | ${t:-$tl} | ${d:-$dl} | $(ratio "$d" "$t") | $cpu |"
 done
 echo
 echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | server CPU s PyTorch / ddp |"

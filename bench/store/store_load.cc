@@ -1,11 +1,12 @@
 // Store load generator: LibTorch 1.13 c10d::TCPStore clients against any TCPStore server.
 //
-//   store_load ops     --host H --port P --clients N [--seconds S]
+//   store_load ops     --host H --port P --clients N [--seconds S] [--server-pid PID]
 //   store_load barrier --host H --port P --clients N [--server-pid PID]
 //
 // ops: N threads, each with its own client, loop set/get/add on their own keys for S seconds
 // (clock starts once all N are connected). Prints
-//   "ops clients=N ops=X seconds=T ops_per_s=R".
+//   "ops clients=N ops=X seconds=T ops_per_s=R server_cpu_us_per_op=U"
+// where U is the server's CPU time (with --server-pid) over the window divided by the ops.
 // barrier: N threads each construct a client, ADD 1 to a counter; the one that reads N SETs a
 // key, all WAIT on it. Prints
 //   "barrier clients=N procs=K connect_s=C barrier_s=B total_s=T rss_kb=R hwm_kb=H
@@ -151,13 +152,16 @@ int run_ops(const Options& o) {
   std::atomic<long> total_ops{0};
   std::optional<std::string> error;
   Clock::time_point start, end;
+  double cpu_start = 0, cpu_end = 0;
   std::thread timer([&] {
     connected.wait();
+    if (o.server_pid > 0) cpu_start = cpu_seconds(o.server_pid);
     start = Clock::now();
     go.count_down();
     // The sleep is the measurement window itself.
     std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
     stop = true;
+    if (o.server_pid > 0) cpu_end = cpu_seconds(o.server_pid);
   });
   run_threads(
       o.clients,
@@ -190,8 +194,10 @@ int run_ops(const Options& o) {
     return 1;
   }
   const double secs = seconds_between(start, end);
-  std::printf("ops clients=%d ops=%ld seconds=%.3f ops_per_s=%.0f\n", o.clients, total_ops.load(),
-              secs, static_cast<double>(total_ops.load()) / secs);
+  const auto ops = static_cast<double>(total_ops.load());
+  std::printf("ops clients=%d ops=%ld seconds=%.3f ops_per_s=%.0f server_cpu_us_per_op=%.2f\n",
+              o.clients, total_ops.load(), secs, ops / secs,
+              ops > 0 ? (cpu_end - cpu_start) * 1e6 / ops : 0.0);
   return 0;
 }
 

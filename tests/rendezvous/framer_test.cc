@@ -5,6 +5,7 @@
 #include "rendezvous/framer.h"
 
 #include <catch2/catch.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,53 @@ TEST_CASE("bad input of either kind is an error naming it", "[framer]") {
     REQUIRE(f.kind == FrameKind::kStore);
     auto g = framer.next(byte(0x90) + u64(1) + byte(0));
     CHECK(g.kind == FrameKind::kError);
+  }
+}
+
+TEST_CASE("mutated mixed streams frame safely: progress or a clean stop", "[framer]") {
+  membership::Failure failure;
+  failure.node_key = "n";
+  failure.message = "m";
+  const std::string seed = kValidate + membership::encode_request(sample_join()) + byte(3) +
+                           str("key") +
+                           membership::encode_request(membership::ReportFailure{2, {failure}}) +
+                           byte(1) + str("k") + str("v");
+  std::mt19937 rng(20261121);  // fixed: a failure reproduces
+  for (int run = 0; run < 20000; ++run) {
+    std::string stream = seed;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = rng() % stream.size();
+      switch (rng() % 3) {
+        case 0:
+          stream[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          stream.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          stream.insert(at, 1, static_cast<char>(rng()));
+          break;
+      }
+      if (stream.empty()) stream = byte(0x81);
+    }
+    Framer framer{Limits{}};
+    std::size_t used = 0;
+    while (used < stream.size()) {
+      const std::string_view rest = std::string_view(stream).substr(used);
+      Frame f = framer.next(rest);
+      if (f.kind == FrameKind::kError) {
+        CHECK_FALSE(f.error.empty());
+        break;
+      }
+      if (f.kind == FrameKind::kIncomplete) {
+        REQUIRE(f.needed > rest.size());  // asks for more than it has: no spin
+        break;
+      }
+      REQUIRE(f.consumed > 0);
+      REQUIRE(f.consumed <= rest.size());
+      used += f.consumed;
+    }
   }
 }
 

@@ -67,6 +67,7 @@ class AgentTestBase(unittest.TestCase):
     def env(self, **extra):
         env = dict(os.environ)
         env.pop("OMP_NUM_THREADS", None)
+        env["TMPDIR"] = self.tmp.name  # default log dirs land here
         env.update(extra)
         return env
 
@@ -156,6 +157,15 @@ class OutputTest(AgentTestBase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         self.assertNotIn(b"[default0]", r.stdout)
         self.assertIn(b"[default1]:no newline at end\n", r.stdout)
+        # Teed output lands in the default temporary log dir, which is kept.
+        logs = glob.glob(os.path.join(self.tmp.name, "torchelastic_*", "attempt_0", "0",
+                                      "stdout.log"))
+        self.assertEqual(len(logs), 1)
+
+    def test_default_log_dir_without_files_is_removed(self):
+        r = self.run_ddprun(2, "ok")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(glob.glob(os.path.join(self.tmp.name, "torchelastic_*")), [])
 
 
 class RestartTest(AgentTestBase):

@@ -17,7 +17,7 @@ DEADLINE_S = 120.0
 class TorchTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="ddp_agent_torch_")
-        self.env = dict(os.environ, DDPRUN_PYTHON="/usr/bin/python3")
+        self.env = dict(os.environ, DDPRUN_PYTHON="/usr/bin/python3", TMPDIR=self.tmp.name)
 
     def tearDown(self):
         self.tmp.cleanup()

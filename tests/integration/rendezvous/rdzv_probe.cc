@@ -109,10 +109,9 @@ struct Probe {
     std::string verb;
     in >> verb;
     if (verb == "fail") {
+      std::uint64_t round = 0;
       m::Failure f;
-      in >> f.group_rank >> f.exit_code >> f.rank;  // group_rank slot carries the round
-      const std::uint64_t round = f.group_rank;
-      f.group_rank = 0;
+      in >> round >> f.exit_code >> f.rank;
       f.pid = ::getpid();
       f.time =
           std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
