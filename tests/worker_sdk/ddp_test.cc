@@ -225,3 +225,25 @@ TEST_CASE("collectives: barrier, all_gather_object and metric reductions") {
     }
   }
 }
+
+TEST_CASE("ddp: broadcast_tensors copies rank 0's values for mixed dtypes and shapes") {
+  std::mutex mutex;
+  std::vector<std::vector<torch::Tensor>> seen(kWorld);
+  ddp::testing::run_ranks(kWorld, [&](ddp::WorkerContext& ctx) {
+    const double r = ctx.rank();
+    std::vector<torch::Tensor> state = {
+        torch::full({2, 3}, r + 0.5, torch::kFloat),
+        torch::full({}, static_cast<std::int64_t>(ctx.rank()) + 7, torch::kLong),  // 0-dim
+        torch::full({5}, r - 1.25, torch::kDouble),
+        torch::full({3}, ctx.rank() + 1, torch::kUInt8)};
+    ddp::broadcast_tensors(ctx.process_group(), state, 0);
+    std::lock_guard<std::mutex> lock(mutex);
+    seen[static_cast<std::size_t>(ctx.rank())] = state;
+  });
+  for (const auto& state : seen) {
+    CHECK(torch::equal(state[0], torch::full({2, 3}, 0.5, torch::kFloat)));
+    CHECK(torch::equal(state[1], torch::full({}, std::int64_t{7}, torch::kLong)));
+    CHECK(torch::equal(state[2], torch::full({5}, -1.25, torch::kDouble)));
+    CHECK(torch::equal(state[3], torch::full({3}, 1, torch::kUInt8)));
+  }
+}

@@ -5,10 +5,10 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
-#include <torch/csrc/utils/tensor_flatten.h>
 
 #include <map>
 #include <stdexcept>
+#include <string>
 
 namespace ddp {
 namespace {
@@ -32,18 +32,28 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 void broadcast_tensors(const c10::intrusive_ptr<c10d::ProcessGroup>& group,
                        const std::vector<at::Tensor>& tensors, int root) {
   at::NoGradGuard no_grad;
-  std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
+  // One broadcast per device: every tensor's bytes packed into one uint8 buffer, so mixed
+  // dtypes (float statistics, int64 batch counters) cost a single collective.
+  std::map<std::string, std::vector<at::Tensor>> by_device;
   for (const auto& t : tensors) {
-    if (t.defined() && t.numel() > 0) by_type[t.scalar_type()].push_back(t);
+    if (t.defined() && t.numel() > 0) by_device[t.device().str()].push_back(t);
   }
-  for (auto& [type, group_tensors] : by_type) {
-    at::Tensor flat = torch::utils::flatten_dense_tensors(group_tensors);
-    std::vector<at::Tensor> io{flat};
+  for (auto& [device, group_tensors] : by_device) {
+    std::vector<at::Tensor> bytes;
+    for (const auto& t : group_tensors)
+      bytes.push_back(t.contiguous().reshape({-1}).view(at::kByte));
+    std::vector<at::Tensor> io{at::cat(bytes)};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
     group->broadcast(io, opts)->wait();
-    auto pieces = torch::utils::unflatten_dense_tensors(io[0], group_tensors);
-    for (std::size_t i = 0; i < group_tensors.size(); ++i) group_tensors[i].copy_(pieces[i]);
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < group_tensors.size(); ++i) {
+      at::Tensor& t = group_tensors[i];
+      const std::int64_t n = bytes[i].numel();
+      // clone: a fresh, aligned storage to reinterpret as the tensor's dtype
+      t.copy_(io[0].narrow(0, offset, n).clone().view(t.scalar_type()).view(t.sizes()));
+      offset += n;
+    }
   }
 }
 

@@ -84,8 +84,9 @@ class GradientReducer {
   std::int64_t reductions_ = 0;
 };
 
-// Copies every tensor of rank `root` into the same tensor on all ranks (one flattened
-// broadcast per dtype). Used for parameters at construction and buffers before forward.
+// Copies every tensor of rank `root` into the same tensor on all ranks: one broadcast per
+// device with all dtypes packed as bytes. Used for parameters and buffers at construction and
+// for buffers before each forward.
 void broadcast_tensors(const c10::intrusive_ptr<c10d::ProcessGroup>& group,
                        const std::vector<at::Tensor>& tensors, int root = 0);
 
