@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,9 +36,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <vector>
-
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <vector>
 
 namespace {
 
@@ -73,12 +72,18 @@ Options parse(int argc, char** argv) {
   if (o.mode != "ops" && o.mode != "barrier") usage("unknown mode '" + o.mode + "'");
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--host") o.host = value;
-    else if (flag == "--port") o.port = static_cast<uint16_t>(std::stoi(value));
-    else if (flag == "--clients") o.clients = std::stoi(value);
-    else if (flag == "--seconds") o.seconds = std::stod(value);
-    else if (flag == "--server-pid") o.server_pid = std::stol(value);
-    else usage("unknown flag '" + flag + "'");
+    if (flag == "--host")
+      o.host = value;
+    else if (flag == "--port")
+      o.port = static_cast<uint16_t>(std::stoi(value));
+    else if (flag == "--clients")
+      o.clients = std::stoi(value);
+    else if (flag == "--seconds")
+      o.seconds = std::stod(value);
+    else if (flag == "--server-pid")
+      o.server_pid = std::stol(value);
+    else
+      usage("unknown flag '" + flag + "'");
   }
   if (argc % 2 != 0) usage("every flag needs a value");
   if (o.host.empty() || o.port == 0 || o.clients < 1) usage("--host, --port, --clients > 0");
@@ -218,8 +223,7 @@ bool read_bytes(int fd, char want, int count) {
   for (int i = 0; i < count; ++i) {
     char byte = 0;
     if (::read(fd, &byte, 1) != 1 || byte != want) {
-      std::fprintf(stderr, "store_load: a barrier child died or failed (waiting for '%c')\n",
-                   want);
+      std::fprintf(stderr, "store_load: a barrier child died or failed (waiting for '%c')\n", want);
       return false;
     }
   }
@@ -326,11 +330,11 @@ int run_barrier(const Options& o) {
     std::fprintf(stderr, "store_load barrier: failed with %d clients\n", o.clients);
     return 1;
   }
-  std::printf("barrier clients=%d procs=%d connect_s=%.3f barrier_s=%.3f total_s=%.3f "
-              "rss_kb=%ld hwm_kb=%ld server_cpu_connect_s=%.2f server_cpu_barrier_s=%.2f\n",
-              o.clients, procs, seconds_between(first, ready), seconds_between(ready, last),
-              seconds_between(first, last), rss_kb, hwm_kb, cpu_ready - cpu_first,
-              cpu_last - cpu_ready);
+  std::printf(
+      "barrier clients=%d procs=%d connect_s=%.3f barrier_s=%.3f total_s=%.3f "
+      "rss_kb=%ld hwm_kb=%ld server_cpu_connect_s=%.2f server_cpu_barrier_s=%.2f\n",
+      o.clients, procs, seconds_between(first, ready), seconds_between(ready, last),
+      seconds_between(first, last), rss_kb, hwm_kb, cpu_ready - cpu_first, cpu_last - cpu_ready);
   return 0;
 }
 

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 int main(int argc, char** argv) {

@@ -19,9 +19,8 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <vector>
-
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <vector>
 
 namespace {
 

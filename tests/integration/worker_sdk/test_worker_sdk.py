@@ -243,8 +243,7 @@ class WorkerSdkTest(unittest.TestCase):
             self.skipTest("pass --ddprun BIN (CMake does when the ddprun target exists)")
         ckpt = os.path.join(self.tmp.name, "ckpt")
         env = dict(os.environ, OMP_NUM_THREADS="1")
-        run = self.start([ARGS.ddprun, "--nproc-per-node", "2", "--max-restarts", "1",
-                          "--master-port", str(free_port()), "--no-python",
+        run = self.start([ARGS.ddprun, "--nproc-per-node", "2", "--max-restarts", "1", "--no-python",
                           *self.train_argv("--checkpoint-dir", ckpt, "--checkpoint-every", "8")],
                          env)
         run.wait_line(r"checkpoint epoch 2 step 8")
