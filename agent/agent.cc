@@ -15,6 +15,7 @@
 
 #include "agent/death_watch.h"
 #include "agent/error_report.h"
+#include "agent/multinode.h"
 #include "agent/output.h"
 #include "agent/posix_process_launcher.h"
 #include "agent/run_setup.h"
@@ -125,6 +126,12 @@ int run(const AgentConfig& config) {
   if (!death_watch) {
     spdlog::error("{}", death_watch.status().message());
     return 1;
+  }
+  if (is_multinode(config)) {
+    (*death_watch)->add_environment_mark("TORCHELASTIC_RUN_ID=" + setup->group.run_id);
+    int code = run_multinode(config, *setup, **death_watch);
+    if (!config.log_dir) remove_if_empty(setup->log_dir);
+    return code;
   }
   asio::io_context io;
 

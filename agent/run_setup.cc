@@ -72,11 +72,6 @@ Result<RunSetup> prepare_run(const AgentConfig& config) {
   if (config.nproc_per_node < 1) {
     return invalid_argument("--nproc-per-node must be at least 1");
   }
-  if (config.max_nodes > 1 || config.min_nodes > 1) {
-    return invalid_argument("this agent runs single-node jobs only (--nnodes 1); got " +
-                            std::to_string(config.min_nodes) + ":" +
-                            std::to_string(config.max_nodes));
-  }
   RunSetup setup;
   setup.base_env = current_environment();
   setup.worker_argv = config.worker_argv;

@@ -28,9 +28,13 @@ struct RunSetup {
   LaunchSpec launch_spec(int attempt, int local_rank) const;
 };
 
-// Errors: kInvalidArgument for what this agent cannot run (no command, more than one
-// node); kIo when the log directory cannot be created (naming it).
+// Errors: kInvalidArgument for what this agent cannot run (no command); kIo when the log directory cannot be created (naming it).
 Result<RunSetup> prepare_run(const AgentConfig& config);
+
+// More than one node (--nnodes above 1): the rendezvous decides ranks (agent/multinode.h).
+inline bool is_multinode(const AgentConfig& config) {
+  return !config.standalone && (config.min_nodes > 1 || config.max_nodes > 1);
+}
 
 // 32 random hex digits from /dev/urandom (the run id of a standalone job).
 std::string random_run_id();

@@ -1,0 +1,421 @@
+#include "agent/multinode.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "agent/error_report.h"
+#include "agent/output.h"
+#include "agent/posix_process_launcher.h"
+#include "agent/rdzv_settings.h"
+#include "agent/supervisor.h"
+#include "rendezvous/rdzv_client.h"
+#include "rendezvous/server.h"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+// Every agent ADDs this key on the daemon when it saw JobFinished; the host agent keeps the
+// daemon up until all participants did (so their JobFinished is not cut off), bounded.
+constexpr const char* kFinishedKey = "/ddprun/finished";
+constexpr auto kFinishLinger = 5s;
+
+class Node final : public ProcessObserver {
+ public:
+  Node(const AgentConfig& config, RunSetup& setup, DeathWatch& death_watch, RdzvSettings rdzv)
+      : config_(config),
+        setup_(setup),
+        death_watch_(death_watch),
+        rdzv_(std::move(rdzv)),
+        router_(config, config.log_dir.has_value()),
+        launcher_(io_, *this, &death_watch),
+        signals_(io_),
+        linger_(io_) {}
+
+  int run() {
+    if (!start_daemon() || !start_worker_store()) return 1;
+    for (int sig : config_.signals_to_handle) {
+      boost::system::error_code ec;
+      signals_.add(sig, ec);
+      if (ec) spdlog::warn("cannot handle signal {}: {}", sig, ec.message());
+    }
+    wait_signal();
+    client_ = rdzv::RdzvClient::create(
+        io_, {.on_event = [this](const membership::Payload& p) { on_event(p); },
+              .on_disconnect = [this](const Status& s) { on_disconnect(s); }});
+    client_->connect(rdzv_.host, rdzv_.port, rdzv_.connect_timeout, [this](Status s) {
+      if (!s) return finish(1, s.message());
+      join();
+    });
+    io_.run();
+    return exit_code_;
+  }
+
+  // ProcessObserver
+  void on_output(int id, StreamId stream, std::string_view bytes) override {
+    router_.write(id, stream, bytes);
+  }
+  void on_output_end(int id, StreamId stream) override { router_.end_stream(id, stream); }
+  void on_exit(int id, ExitStatus status) override {
+    if (current_ != nullptr) current_->on_exit(id, status);
+  }
+
+ private:
+  // The daemon runs here when this agent is the endpoint host: is_host=true demands it,
+  // is_host unset tries to bind the endpoint (fails when another agent or daemon has it or
+  // the address is not this machine's), is_host=false never hosts.
+  bool start_daemon() {
+    if (rdzv_.is_host == false) return true;
+    rdzv::ServerOptions options;
+    options.host = rdzv_.host;
+    options.port = rdzv_.port;
+    auto server = rdzv::Server::start(io_, options);
+    if (!server) {
+      if (rdzv_.is_host == true) {
+        spdlog::error("--rdzv-conf is_host=true but the rendezvous cannot listen on {}:{}: {}",
+                      rdzv_.host, rdzv_.port, server.status().message());
+        return false;
+      }
+      spdlog::info("rendezvous endpoint {}:{} is not bindable here: joining it as a client",
+                   rdzv_.host, rdzv_.port);
+      return true;
+    }
+    daemon_ = std::move(server).value();
+    spdlog::info("hosting the rendezvous for job {} on {}:{}", setup_.group.run_id, rdzv_.host,
+                 daemon_->port());
+    return true;
+  }
+
+  // Every node holds a worker-store port for the whole job; the round's group-rank-0 node's
+  // store is the one every worker uses.
+  bool start_worker_store() {
+    rdzv::ServerOptions options;
+    options.port = store_port_ != 0 ? store_port_
+                   : config_.master_port_given ? config_.master_port
+                                               : 0;
+    auto store = rdzv::Server::start(io_, options);
+    if (!store) {
+      spdlog::error("cannot start the worker store: {}", store.status().message());
+      return false;
+    }
+    store_ = std::move(store).value();
+    store_port_ = store_->port();
+    return true;
+  }
+
+  std::string advertised_addr() const {
+    return config_.local_addr.empty() ? setup_.hostname : config_.local_addr;
+  }
+
+  void join() {
+    membership::JoinRequest request;
+    request.run_id = setup_.group.run_id;
+    request.config = rdzv_.config;
+    request.node.addr = advertised_addr();
+    request.node.node_key = advertised_addr() + ":" + std::to_string(::getpid());
+    request.node.store_port = store_port_;
+    request.node.local_world_size = static_cast<std::uint32_t>(config_.nproc_per_node);
+    client_->join(request, [this](Result<membership::Joined> joined) {
+      if (!joined) return finish(1, "rendezvous refused: " + joined.status().message());
+      spdlog::info("joined job {} for round {}{}", setup_.group.run_id, joined->round,
+                   joined->waiting ? " (waiting: a round is running)" : "");
+    });
+  }
+
+  void on_event(const membership::Payload& payload) {
+    if (finished_) return;
+    if (auto* r = std::get_if<membership::RoundComplete>(&payload)) return on_round(*r);
+    if (auto* s = std::get_if<membership::StopWorkers>(&payload)) return on_stop(*s);
+    if (auto* f = std::get_if<membership::JobFinished>(&payload)) return on_finished(*f);
+    if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) {
+      return finish(1, "rendezvous error: " + e->message);
+    }
+  }
+
+  void on_round(const membership::RoundComplete& r) {
+    round_ = r.round;
+    GroupContext& g = setup_.group;
+    g.group_rank = static_cast<int>(r.group_rank);
+    g.group_world_size = static_cast<int>(r.group_world_size);
+    g.global_rank_base = static_cast<int>(r.rank_offset);
+    g.world_size = static_cast<int>(r.world_size);
+    g.master_addr = r.store_addr;
+    g.master_port = r.store_port;
+    restart_count_ = static_cast<int>(r.restart_count);
+    spdlog::info(
+        "round {}: group rank {} of {}, ranks {}..{} of {}, restart {}, worker store {}:{}",
+        r.round, r.group_rank, r.group_world_size, r.rank_offset,
+        r.rank_offset + r.local_world_size - 1, r.world_size, r.restart_count, r.store_addr,
+        r.store_port);
+    // A new round must never see an earlier round's keys (a restart caused by a joining node
+    // keeps the restart count, hence the /worker/attempt_<n> prefix): the store host serves
+    // every round after its first from a fresh store on the same port.
+    if (r.group_rank == 0) {
+      if (store_used_) {
+        store_->stop();
+        retired_stores_.push_back(std::move(store_));
+        if (!start_worker_store()) return finish(1, "cannot restart the worker store");
+      }
+      store_used_ = true;
+    }
+    death_watch_.add_environment_mark("MASTER_PORT=" + std::to_string(g.master_port));
+    SupervisorOptions options{config_.nproc_per_node, 0, config_.shutdown_timeout};
+    supervisors_.push_back(std::make_unique<Supervisor>(
+        io_, launcher_, options,
+        [this](int, int local_rank) { return setup_.launch_spec(restart_count_, local_rank); },
+        [this](int) {
+          router_.end_attempt();
+          for (int rank = 0; rank < config_.nproc_per_node; ++rank) {
+            std::error_code ignored;
+            std::filesystem::remove(setup_.error_file(restart_count_, rank), ignored);
+          }
+          return router_.begin_attempt(setup_.attempt_dir(restart_count_));
+        },
+        [this, round = r.round](const Outcome& o) { on_workers_done(round, o); }));
+    current_ = supervisors_.back().get();
+    stop_requested_ = false;
+    current_->start();
+  }
+
+  void on_stop(const membership::StopWorkers& s) {
+    spdlog::warn("round {}: stopping the workers: {}", s.round, s.detail);
+    if (current_ != nullptr && s.round == round_ &&
+        current_->phase() != Supervisor::Phase::kDone) {
+      stop_requested_ = true;
+      current_->interrupt(SIGTERM);
+      return;
+    }
+    if (!reported_.contains(s.round)) {
+      reported_.insert(s.round);
+      client_->workers_stopped(s.round);
+    }
+  }
+
+  void on_workers_done(std::uint64_t round, const Outcome& outcome) {
+    router_.end_attempt();
+    launcher_.kill_strays();
+    if (signal_ != 0) {  // this agent is going away; the job goes on without it
+      client_->leave(std::string("agent received ") + signal_name(signal_));
+      return finish(128 + signal_, {});
+    }
+    if (reported_.contains(round)) return;
+    reported_.insert(round);
+    switch (outcome.kind) {
+      case Outcome::Kind::kSucceeded:
+        spdlog::info("round {}: all local workers succeeded; waiting for the other nodes", round);
+        client_->report_success(round);
+        return;
+      case Outcome::Kind::kInterrupted:
+        client_->workers_stopped(round);
+        return;
+      case Outcome::Kind::kFailed:
+        client_->report_failure(round, to_failures(outcome));
+        return;
+      case Outcome::Kind::kError: {
+        membership::Failure f;
+        f.exit_code = 1;
+        f.rank = static_cast<std::uint32_t>(setup_.group.global_rank_base);
+        f.time = std::chrono::time_point_cast<std::chrono::microseconds>(
+            std::chrono::system_clock::now());
+        f.message = outcome.error.message();
+        spdlog::error("{}", outcome.error.message());
+        client_->report_failure(round, {f});
+        return;
+      }
+    }
+  }
+
+  std::vector<membership::Failure> to_failures(const Outcome& outcome) const {
+    std::vector<membership::Failure> out;
+    for (const auto& w : outcome.failures) {
+      FailureRecord record;
+      record.failure = w;
+      record.error_file = setup_.error_file(restart_count_, w.local_rank).string();
+      record.error = read_error_file(record.error_file);
+      membership::Failure f;
+      f.local_rank = static_cast<std::uint32_t>(w.local_rank);
+      f.rank = static_cast<std::uint32_t>(setup_.group.global_rank_base + w.local_rank);
+      f.exit_code = w.status.signal != 0 ? -w.status.signal : w.status.code;
+      f.pid = w.pid;
+      f.time = membership::WallTime(std::chrono::microseconds(
+          static_cast<std::int64_t>(record.failure_time() * 1e6)));
+      f.error_file = record.error_file;
+      if (record.error) {
+        f.message = record.error->message;
+        if (!record.error->traceback.empty()) f.message += "\n" + record.error->traceback;
+      }
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+
+  void on_finished(const membership::JobFinished& f) {
+    if (f.root_cause) print_root_cause(*f.root_cause, f.reason);
+    if (f.exit_code != 0 && !f.root_cause) spdlog::error("job failed: {}", f.reason);
+    spdlog::info("job {} finished with exit code {}", setup_.group.run_id, f.exit_code);
+    if (current_ != nullptr) current_->kill_now();
+    // Count this node as done on the daemon; the host keeps serving until all counted.
+    std::uint32_t nodes = static_cast<std::uint32_t>(std::max(1, setup_.group.group_world_size));
+    rdzv::Request add{.op = rdzv::Op::kAdd, .key = kFinishedKey, .delta = 1};
+    finished_ = true;
+    exit_code_ = f.exit_code;
+    client_->store(add, [this, nodes](Result<std::string> reply) {
+      if (daemon_ == nullptr || !reply || count_of(*reply) >= nodes) return finish(exit_code_, {});
+      poll_finished(nodes);
+    });
+    linger_.expires_after(kFinishLinger);
+    linger_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) finish(exit_code_, {});
+    });
+  }
+
+  // Host only: re-reads the counter (ADD 0) each time a store reply arrives, until every
+  // node counted itself or the linger deadline passes.
+  void poll_finished(std::uint32_t nodes) {
+    rdzv::Request add{.op = rdzv::Op::kAdd, .key = kFinishedKey, .delta = 0};
+    poll_timer_ = std::make_unique<asio::steady_timer>(io_, 20ms);  // poll period, not a wait
+    poll_timer_->async_wait([this, add, nodes](const boost::system::error_code& ec) {
+      if (ec || done_) return;
+      client_->store(add, [this, nodes](Result<std::string> reply) {
+        if (!reply || count_of(*reply) >= nodes) return finish(exit_code_, {});
+        poll_finished(nodes);
+      });
+    });
+  }
+
+  static std::uint32_t count_of(const std::string& reply) {
+    std::int64_t v = 0;
+    if (reply.size() >= sizeof v) std::memcpy(&v, reply.data(), sizeof v);
+    return v < 0 ? 0 : static_cast<std::uint32_t>(v);
+  }
+
+  void print_root_cause(const membership::Failure& f, const std::string& reason) {
+    FailureRecord record;
+    record.failure.local_rank = static_cast<int>(f.local_rank);
+    record.failure.pid = static_cast<pid_t>(f.pid);
+    record.failure.status = f.exit_code < 0 ? ExitStatus::killed(-f.exit_code)
+                                            : ExitStatus::exited(f.exit_code);
+    record.failure.detected = std::chrono::system_clock::time_point(f.time.time_since_epoch());
+    record.global_rank = static_cast<int>(f.rank);
+    record.error_file = f.error_file;
+    if (!f.message.empty()) record.error = ErrorFileInfo{f.message, {}, std::nullopt};
+    std::string table =
+        format_failure_report(program_name(config_.worker_argv), f.node_key, {record}, 0);
+    std::fwrite(table.data(), 1, table.size(), stderr);
+    if (!reason.empty()) std::fprintf(stderr, "job %s: %s\n", setup_.group.run_id.c_str(),
+                                      reason.c_str());
+    std::fflush(stderr);
+  }
+
+  void on_disconnect(const Status& s) {
+    if (finished_) return finish(exit_code_, {});
+    spdlog::error("lost the rendezvous daemon: {}; stopping the workers", s.message());
+    lost_ = true;
+    exit_code_ = 1;
+    if (current_ != nullptr && current_->phase() != Supervisor::Phase::kDone) {
+      current_->interrupt(SIGTERM);
+      // on_workers_done() runs when they exited; finish from there.
+      return;
+    }
+    finish(1, {});
+  }
+
+  void wait_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (signal_ != 0 && sig == SIGINT) {
+        if (current_ != nullptr) current_->kill_now();
+      } else {
+        spdlog::warn("received {}: stopping the workers and leaving the job", signal_name(sig));
+        signal_ = sig;
+        if (current_ != nullptr && current_->phase() != Supervisor::Phase::kDone) {
+          current_->interrupt(sig);
+        } else {
+          if (client_ && client_->is_open()) client_->leave("agent received " + signal_name(sig));
+          return finish(128 + sig, {});
+        }
+      }
+      wait_signal();
+    });
+  }
+
+  void finish(int code, const std::string& message) {
+    if (done_) return;
+    if (lost_ && signal_ == 0) code = 1;
+    done_ = true;
+    if (!message.empty()) spdlog::error("{}", message);
+    exit_code_ = code;
+    if (current_ != nullptr) current_->kill_now();
+    launcher_.kill_strays();
+    boost::system::error_code ignored;
+    signals_.cancel(ignored);
+    linger_.cancel();
+    if (poll_timer_) poll_timer_->cancel();
+    if (client_ && client_->is_open()) client_->close();
+    if (store_) store_->stop();
+    if (daemon_) daemon_->stop();
+    io_.stop();
+  }
+
+  const AgentConfig& config_;
+  RunSetup& setup_;
+  DeathWatch& death_watch_;
+  RdzvSettings rdzv_;
+  asio::io_context io_;
+  OutputRouter router_;
+  PosixProcessLauncher launcher_;
+  asio::signal_set signals_;
+  asio::steady_timer linger_;
+  std::unique_ptr<asio::steady_timer> poll_timer_;
+  std::unique_ptr<rdzv::Server> daemon_;
+  std::unique_ptr<rdzv::Server> store_;
+  std::vector<std::unique_ptr<rdzv::Server>> retired_stores_;
+  std::uint16_t store_port_ = 0;
+  bool store_used_ = false;
+  std::shared_ptr<rdzv::RdzvClient> client_;
+  // Supervisors of past rounds stay alive: their timers may still hold callbacks.
+  std::vector<std::unique_ptr<Supervisor>> supervisors_;
+  Supervisor* current_ = nullptr;
+  std::set<std::uint64_t> reported_;
+  std::uint64_t round_ = 0;
+  int restart_count_ = 0;
+  bool stop_requested_ = false;
+  bool finished_ = false;
+  bool lost_ = false;
+  bool done_ = false;
+  int signal_ = 0;
+  int exit_code_ = 1;
+};
+
+}  // namespace
+
+int run_multinode(const AgentConfig& config, RunSetup& setup, DeathWatch& death_watch) {
+  if (config.rdzv_backend != "c10d") {
+    spdlog::error(
+        "--rdzv-backend {} with --nnodes {}:{} is not available yet in this ddprun; use "
+        "--rdzv-backend c10d --rdzv-endpoint HOST[:PORT]",
+        config.rdzv_backend, config.min_nodes, config.max_nodes);
+    return 2;
+  }
+  auto rdzv = rdzv_settings(config);
+  if (!rdzv) {
+    spdlog::error("{}", rdzv.status().message());
+    return 2;
+  }
+  Node node(config, setup, death_watch, std::move(rdzv).value());
+  return node.run();
+}
+
+}  // namespace ddp::agent
