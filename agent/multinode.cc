@@ -3,10 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -14,6 +14,7 @@
 #include <set>
 
 #include "agent/error_report.h"
+#include "agent/failure_wire.h"
 #include "agent/output.h"
 #include "agent/posix_process_launcher.h"
 #include "agent/rdzv_settings.h"
@@ -31,6 +32,8 @@ using namespace std::chrono_literals;
 // daemon up until all participants did (so their JobFinished is not cut off), bounded.
 constexpr const char* kFinishedKey = "/ddprun/finished";
 constexpr auto kFinishLinger = 5s;
+// Set in every worker's environment: which agent started it (for the death watch).
+constexpr const char* kAgentVariable = "DDPRUN_AGENT_ID";
 
 class Node final : public ProcessObserver {
  public:
@@ -46,6 +49,11 @@ class Node final : public ProcessObserver {
 
   int run() {
     if (!start_daemon() || !start_worker_store()) return 1;
+    // The death watch's environment match must not reach another agent's workers on the same
+    // machine (they share the run id and the rank-0 store's MASTER_PORT): mark this agent.
+    std::string agent_mark = advertised_addr() + ":" + std::to_string(::getpid());
+    setup_.base_env[kAgentVariable] = agent_mark;
+    death_watch_.add_environment_mark(std::string(kAgentVariable) + "=" + agent_mark);
     for (int sig : config_.signals_to_handle) {
       boost::system::error_code ec;
       signals_.add(sig, ec);
@@ -102,7 +110,7 @@ class Node final : public ProcessObserver {
   // store is the one every worker uses.
   bool start_worker_store() {
     rdzv::ServerOptions options;
-    options.port = store_port_ != 0 ? store_port_
+    options.port = store_port_ != 0            ? store_port_
                    : config_.master_port_given ? config_.master_port
                                                : 0;
     auto store = rdzv::Server::start(io_, options);
@@ -170,7 +178,6 @@ class Node final : public ProcessObserver {
       }
       store_used_ = true;
     }
-    death_watch_.add_environment_mark("MASTER_PORT=" + std::to_string(g.master_port));
     SupervisorOptions options{config_.nproc_per_node, 0, config_.shutdown_timeout};
     supervisors_.push_back(std::make_unique<Supervisor>(
         io_, launcher_, options,
@@ -185,15 +192,12 @@ class Node final : public ProcessObserver {
         },
         [this, round = r.round](const Outcome& o) { on_workers_done(round, o); }));
     current_ = supervisors_.back().get();
-    stop_requested_ = false;
     current_->start();
   }
 
   void on_stop(const membership::StopWorkers& s) {
     spdlog::warn("round {}: stopping the workers: {}", s.round, s.detail);
-    if (current_ != nullptr && s.round == round_ &&
-        current_->phase() != Supervisor::Phase::kDone) {
-      stop_requested_ = true;
+    if (current_ != nullptr && s.round == round_ && current_->phase() != Supervisor::Phase::kDone) {
       current_->interrupt(SIGTERM);
       return;
     }
@@ -210,6 +214,7 @@ class Node final : public ProcessObserver {
       client_->leave(std::string("agent received ") + signal_name(signal_));
       return finish(128 + signal_, {});
     }
+    if (lost_) return finish(1, {});  // the daemon is gone: nobody to report to
     if (reported_.contains(round)) return;
     reported_.insert(round);
     switch (outcome.kind) {
@@ -221,7 +226,7 @@ class Node final : public ProcessObserver {
         client_->workers_stopped(round);
         return;
       case Outcome::Kind::kFailed:
-        client_->report_failure(round, to_failures(outcome));
+        client_->report_failure(round, to_wire_failures(outcome, setup_, restart_count_));
         return;
       case Outcome::Kind::kError: {
         membership::Failure f;
@@ -235,30 +240,6 @@ class Node final : public ProcessObserver {
         return;
       }
     }
-  }
-
-  std::vector<membership::Failure> to_failures(const Outcome& outcome) const {
-    std::vector<membership::Failure> out;
-    for (const auto& w : outcome.failures) {
-      FailureRecord record;
-      record.failure = w;
-      record.error_file = setup_.error_file(restart_count_, w.local_rank).string();
-      record.error = read_error_file(record.error_file);
-      membership::Failure f;
-      f.local_rank = static_cast<std::uint32_t>(w.local_rank);
-      f.rank = static_cast<std::uint32_t>(setup_.group.global_rank_base + w.local_rank);
-      f.exit_code = w.status.signal != 0 ? -w.status.signal : w.status.code;
-      f.pid = w.pid;
-      f.time = membership::WallTime(std::chrono::microseconds(
-          static_cast<std::int64_t>(record.failure_time() * 1e6)));
-      f.error_file = record.error_file;
-      if (record.error) {
-        f.message = record.error->message;
-        if (!record.error->traceback.empty()) f.message += "\n" + record.error->traceback;
-      }
-      out.push_back(std::move(f));
-    }
-    return out;
   }
 
   void on_finished(const membership::JobFinished& f) {
@@ -302,20 +283,9 @@ class Node final : public ProcessObserver {
   }
 
   void print_root_cause(const membership::Failure& f, const std::string& reason) {
-    FailureRecord record;
-    record.failure.local_rank = static_cast<int>(f.local_rank);
-    record.failure.pid = static_cast<pid_t>(f.pid);
-    record.failure.status = f.exit_code < 0 ? ExitStatus::killed(-f.exit_code)
-                                            : ExitStatus::exited(f.exit_code);
-    record.failure.detected = std::chrono::system_clock::time_point(f.time.time_since_epoch());
-    record.global_rank = static_cast<int>(f.rank);
-    record.error_file = f.error_file;
-    if (!f.message.empty()) record.error = ErrorFileInfo{f.message, {}, std::nullopt};
-    std::string table =
-        format_failure_report(program_name(config_.worker_argv), f.node_key, {record}, 0);
+    std::string table = format_job_root_cause(program_name(config_.worker_argv), f);
+    if (!reason.empty()) table += "job " + setup_.group.run_id + ": " + reason + "\n";
     std::fwrite(table.data(), 1, table.size(), stderr);
-    if (!reason.empty()) std::fprintf(stderr, "job %s: %s\n", setup_.group.run_id.c_str(),
-                                      reason.c_str());
     std::fflush(stderr);
   }
 
@@ -391,7 +361,6 @@ class Node final : public ProcessObserver {
   std::set<std::uint64_t> reported_;
   std::uint64_t round_ = 0;
   int restart_count_ = 0;
-  bool stop_requested_ = false;
   bool finished_ = false;
   bool lost_ = false;
   bool done_ = false;
@@ -402,18 +371,19 @@ class Node final : public ProcessObserver {
 }  // namespace
 
 int run_multinode(const AgentConfig& config, RunSetup& setup, DeathWatch& death_watch) {
-  if (config.rdzv_backend != "c10d") {
-    spdlog::error(
-        "--rdzv-backend {} with --nnodes {}:{} is not available yet in this ddprun; use "
-        "--rdzv-backend c10d --rdzv-endpoint HOST[:PORT]",
-        config.rdzv_backend, config.min_nodes, config.max_nodes);
+  // Bad multi-node input is reported as the launcher reports bad input: one line, exit 2.
+  auto bad_input = [](const std::string& message) {
+    std::fprintf(stderr, "ddprun: error: %s\n", message.c_str());
     return 2;
+  };
+  if (config.rdzv_backend != "c10d") {
+    return bad_input("--rdzv-backend " + config.rdzv_backend + " with --nnodes " +
+                     std::to_string(config.min_nodes) + ":" + std::to_string(config.max_nodes) +
+                     " is not available yet in this ddprun; use --rdzv-backend c10d "
+                     "--rdzv-endpoint HOST[:PORT]");
   }
   auto rdzv = rdzv_settings(config);
-  if (!rdzv) {
-    spdlog::error("{}", rdzv.status().message());
-    return 2;
-  }
+  if (!rdzv) return bad_input(rdzv.status().message());
   Node node(config, setup, death_watch, std::move(rdzv).value());
   return node.run();
 }

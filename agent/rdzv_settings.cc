@@ -1,7 +1,9 @@
 #include "agent/rdzv_settings.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 
 namespace ddp::agent {
 namespace {
@@ -60,6 +62,15 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
       s.is_host = value == "1" || value == "true" || value == "True" || value == "TRUE";
       continue;
     }
+    static constexpr const char* kKnown[] = {"join_timeout",        "timeout",
+                                             "last_call_timeout",   "close_timeout",
+                                             "keep_alive_interval", "keep_alive_max_attempt",
+                                             "read_timeout",        "heartbeat_timeout"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
+      return invalid_argument("--rdzv-conf: unknown key '" + key +
+                              "'; use join_timeout, last_call_timeout, close_timeout, "
+                              "keep_alive_interval, keep_alive_max_attempt, read_timeout, is_host");
+    }
     auto n = number(key, value);
     if (!n) return n.status();
     auto ms = std::chrono::duration_cast<membership::Duration>(Seconds(*n));
@@ -75,11 +86,7 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
       s.config.keep_alive_max_attempt = static_cast<std::uint32_t>(*n);
     } else if (key == "read_timeout") {
       s.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(Seconds(*n));
-    } else if (key != "heartbeat_timeout") {
-      return invalid_argument("--rdzv-conf: unknown key '" + key +
-                              "'; use join_timeout, last_call_timeout, close_timeout, "
-                              "keep_alive_interval, keep_alive_max_attempt, read_timeout, is_host");
-    }
+    }  // heartbeat_timeout (torchrun's etcd key): accepted, the keep-alive budget rules
   }
   if (Status st = membership::validate(s.config); !st) return st;
   return s;

@@ -28,7 +28,8 @@ struct RunSetup {
   LaunchSpec launch_spec(int attempt, int local_rank) const;
 };
 
-// Errors: kInvalidArgument for what this agent cannot run (no command); kIo when the log directory cannot be created (naming it).
+// Errors: kInvalidArgument for what this agent cannot run (no command); kIo when the log directory
+// cannot be created (naming it).
 Result<RunSetup> prepare_run(const AgentConfig& config);
 
 // More than one node (--nnodes above 1): the rendezvous decides ranks (agent/multinode.h).

@@ -48,14 +48,25 @@ TEST_CASE("run setup keeps a given run id and static master address", "[run_setu
   std::filesystem::remove_all(*c.log_dir);
 }
 
-TEST_CASE("run setup refuses what a single-node agent cannot run", "[run_setup]") {
+TEST_CASE("run setup: several nodes go to the multi-node agent", "[run_setup]") {
   AgentConfig c;
   c.worker_argv = {"w"};
+  CHECK_FALSE(is_multinode(c));
   c.max_nodes = 2;
+  CHECK(is_multinode(c));
+  c.min_nodes = 2;
+  CHECK(is_multinode(c));
+  c.log_dir = std::filesystem::temp_directory_path() / "ddp_run_setup_test3";
   auto setup = prepare_run(c);
-  REQUIRE_FALSE(setup);
-  CHECK(setup.status().message().find("single-node") != std::string::npos);
-  c.max_nodes = 1;
+  REQUIRE(setup);
+  std::filesystem::remove_all(*c.log_dir);
+  c.standalone = true;
+  c.min_nodes = c.max_nodes = 1;
+  CHECK_FALSE(is_multinode(c));
+}
+
+TEST_CASE("run setup refuses what the agent cannot run", "[run_setup]") {
+  AgentConfig c;
   c.worker_argv.clear();
   CHECK_FALSE(prepare_run(c));
   c.worker_argv = {"w"};

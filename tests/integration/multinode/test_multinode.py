@@ -1,0 +1,433 @@
+"""Multi-node c10d runs of the real ddprun on one machine.
+
+Each agent is a separate ddprun process advertising its own loopback address (127.0.0.x, all
+routed to lo on Linux), or, in NetnsTest, running in its own network namespace with its own
+IP on a veth pair; the first one started hosts the rendezvous in-process (is_host inference:
+the endpoint is bindable there), the others join it. Usage:
+    test_multinode.py DDPRUN [TestClass]
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+DDPRUN = None
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "worker.sh")
+TORCH_WORKER = os.path.join(HERE, "torch_allreduce.py")
+PYTHON = "/usr/bin/python3"
+FAST_CONF = "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"
+
+
+def free_port():
+    # The endpoint port must be known to every agent before any starts; the host agent binds
+    # it right after (a tiny race with other programs, acceptable in a test).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, deadline_s, what):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.02)  # polling period of the condition, not a wait for an event
+    raise AssertionError("timed out waiting for " + what)
+
+
+class Agent:
+    def __init__(self, tmp, name, args, env):
+        self.out_path = os.path.join(tmp, name + ".out")
+        self.err_path = os.path.join(tmp, name + ".err")
+        self.out = open(self.out_path, "wb")
+        self.err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen([DDPRUN] + args, stdout=self.out, stderr=self.err, env=env,
+                                     stdin=subprocess.DEVNULL)
+
+    def wait(self, timeout=30):
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self.out.close()
+            self.err.close()
+
+    def stdout(self):
+        with open(self.out_path) as f:
+            return f.read()
+
+    def stderr(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.out.close()
+        self.err.close()
+
+
+class MultiNodeCase(unittest.TestCase):
+    def setUp(self):
+        self.tmpdir = tempfile.TemporaryDirectory()
+        self.tmp = self.tmpdir.name
+        self.marks = os.path.join(self.tmp, "marks")
+        os.mkdir(self.marks)
+        self.port = free_port()
+        self.endpoint = "127.0.0.1"
+        self.agents = []
+
+    def tearDown(self):
+        for a in self.agents:
+            a.kill()
+        self.tmpdir.cleanup()
+
+    def start(self, name, addr, nproc, mode, nnodes="2", extra=(), env_extra=None,
+              program=None, conf=FAST_CONF, prefix=()):
+        env = dict(os.environ, MODE=mode, MARK_DIR=self.marks)
+        env.update(env_extra or {})
+        args = ["--nnodes", nnodes, "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "%s:%d" % (self.endpoint, self.port), "--rdzv-id", "job-" + self.id(),
+                "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5"]
+        args += list(extra)
+        args += program or ["--no-python", WORKER]
+        args = list(prefix) + args
+        agent = Agent(self.tmp, name, args, env)
+        self.agents.append(agent)
+        return agent
+
+    def start_host(self, *args, **kwargs):
+        agent = self.start(*args, **kwargs)
+        wait_for(lambda: "hosting the rendezvous" in agent.stderr(), 10, "the host agent")
+        return agent
+
+    @staticmethod
+    def env_lines(text):
+        rows = []
+        for line in text.splitlines():
+            m = re.search(r"ENV (.*)", line)
+            if m:
+                rows.append(dict(kv.split("=", 1) for kv in m.group(1).split()))
+        return rows
+
+
+class RanksTest(MultiNodeCase):
+    def check_world(self, nprocs):
+        a = self.start_host("a", "127.0.0.2", nprocs[0], "ok")
+        b = self.start("b", "127.0.0.3", nprocs[1], "ok")
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        world = sum(nprocs)
+        self.assertEqual(len(rows), world)
+        self.assertEqual(sorted(int(r["RANK"]) for r in rows), list(range(world)))
+        self.assertEqual({r["WORLD_SIZE"] for r in rows}, {str(world)})
+        self.assertEqual({r["ROLE_WORLD_SIZE"] for r in rows}, {str(world)})
+        self.assertEqual({r["GROUP_WORLD_SIZE"] for r in rows}, {"2"})
+        self.assertEqual({r["RC"] for r in rows}, {"0"})
+        self.assertEqual(len({r["MASTER"] for r in rows}), 1)
+        self.assertEqual(len({r["RUN_ID"] for r in rows}), 1)
+        for r in rows:  # global rank = the node's offset + local rank
+            self.assertEqual(r["ROLE_RANK"], r["RANK"])
+        by_group = {}
+        for r in rows:
+            by_group.setdefault(r["GROUP_RANK"], []).append(r)
+        self.assertEqual(sorted(by_group), ["0", "1"])
+        first = by_group["0"]
+        offset = len(first)
+        for r in by_group["1"]:
+            self.assertEqual(int(r["RANK"]), offset + int(r["LOCAL_RANK"]))
+            self.assertEqual(r["LWS"], str(len(by_group["1"])))
+        # The store is group rank 0's: its advertised address.
+        master = rows[0]["MASTER"].split(":")[0]
+        zero_out = a.stdout() if any(r["GROUP_RANK"] == "0"
+                                     for r in self.env_lines(a.stdout())) else b.stdout()
+        self.assertIn(master, ("127.0.0.2", "127.0.0.3"))
+        self.assertEqual(master, "127.0.0.2" if zero_out == a.stdout() else "127.0.0.3")
+
+    def test_two_by_two(self):
+        self.check_world([2, 2])
+
+    def test_different_worker_counts(self):
+        self.check_world([2, 1])
+
+
+class FailureTest(MultiNodeCase):
+    def root_cause(self, text):
+        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
+        self.assertIsNotNone(m, text)
+        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
+
+    def test_failure_on_one_node_stops_the_other_within_1s(self):
+        a = self.start_host("a", "127.0.0.2", 2, "fail_b")
+        b = self.start("b", "127.0.0.3", 2, "fail_b")
+        code_a, code_b = a.wait(), b.wait()
+        self.assertEqual(code_a, 3, a.stderr())
+        self.assertEqual(code_b, 3, b.stderr())
+        with open(os.path.join(self.marks, "failed")) as f:
+            failed = float(f.read())
+        stopped = []
+        for name in os.listdir(self.marks):
+            if name.startswith("stopped.0."):
+                with open(os.path.join(self.marks, name)) as f:
+                    stopped.append(float(f.read()))
+        self.assertEqual(len(stopped), 2, os.listdir(self.marks))
+        latency = max(stopped) - failed
+        print("cross-node teardown: %.1f ms" % (latency * 1000), file=sys.stderr)
+        self.assertLess(latency, 1.0)
+        # Both print the same root cause: group rank 1's local rank 0, exit code 3.
+        ra, rb = self.root_cause(a.stderr()), self.root_cause(b.stderr())
+        self.assertEqual(ra, rb)
+        self.assertIn("exitcode", ra.replace(" ", "").lower())
+        self.assertRegex(ra, r"rank\s*:\s*2 \(local_rank: 0\)")
+
+    def test_restart_is_job_global(self):
+        a = self.start_host("a", "127.0.0.2", 2, "fail_b", extra=["--max-restarts", "1"])
+        b = self.start("b", "127.0.0.3", 2, "fail_b", extra=["--max-restarts", "1"])
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        second = [r for r in rows if r["RC"] == "1"]
+        self.assertEqual(len([r for r in rows if r["RC"] == "0"]), 4)
+        self.assertEqual(sorted(int(r["RANK"]) for r in second), [0, 1, 2, 3])
+
+
+class ElasticTest(MultiNodeCase):
+    def test_sigkill_of_an_agent_then_the_other_continues_at_min(self):
+        extra = ["--max-restarts", "1"]
+        env = {"SMALL": "2"}
+        # A long last call: the first round forms at MAX (both nodes), never at MIN alone.
+        conf = "last_call_timeout=30,keep_alive_interval=0.2,join_timeout=20"
+        a = self.start_host("a", "127.0.0.2", 2, "wait_big", nnodes="1:2", extra=extra,
+                            env_extra=env, conf=conf)
+        b = self.start("b", "127.0.0.3", 2, "wait_big", nnodes="1:2", extra=extra,
+                       env_extra=env, conf=conf)
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
+                 == 4, 20, "4 workers of round 1")
+        b_group = "1" if os.path.exists(os.path.join(self.marks, "started.1.0.0")) else "0"
+        b.proc.send_signal(signal.SIGKILL)
+        b.wait()
+        self.assertEqual(a.wait(), 0, a.stderr())
+        rows = self.env_lines(a.stdout())
+        last = [r for r in rows if r["RC"] == "1"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1], a.stdout())
+        self.assertEqual({r["WORLD_SIZE"] for r in last}, {"2"})
+        self.assertEqual({r["GROUP_WORLD_SIZE"] for r in last}, {"1"})
+        self.assertIn(b_group, ("0", "1"))
+
+
+    def start_pair(self):
+        extra = ["--max-restarts", "1"]
+        env = {"SMALL": "2"}
+        conf = "last_call_timeout=30,keep_alive_interval=0.2,join_timeout=20"
+        a = self.start_host("a", "127.0.0.2", 2, "wait_big", nnodes="1:2", extra=extra,
+                            env_extra=env, conf=conf)
+        b = self.start("b", "127.0.0.3", 2, "wait_big", nnodes="1:2", extra=extra,
+                       env_extra=env, conf=conf)
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
+                 == 4, 20, "4 workers of round 1")
+        return a, b
+
+    def test_sigterm_leaves_without_closing_the_job(self):
+        a, b = self.start_pair()
+        b.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(b.wait(), 128 + signal.SIGTERM, b.stderr())
+        self.assertEqual(a.wait(), 0, a.stderr())
+        last = [r for r in self.env_lines(a.stdout()) if r["RC"] == "1"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1], a.stdout())
+        self.assertIn("left", a.stderr())
+
+    def test_losing_the_host_agent_stops_the_others(self):
+        a, b = self.start_pair()
+        start = time.monotonic()
+        a.proc.send_signal(signal.SIGKILL)
+        a.wait()
+        self.assertEqual(b.wait(), 1, b.stderr())
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertIn("lost the rendezvous daemon", b.stderr())
+        stopped = [n for n in os.listdir(self.marks) if n.startswith("stopped.")]
+        self.assertTrue(stopped, os.listdir(self.marks))  # b's workers were stopped by b
+
+
+    def test_scale_up_while_running_does_not_use_a_restart(self):
+        env = {"SMALL": "2"}
+        conf = "last_call_timeout=0.1,keep_alive_interval=0.2,join_timeout=20"
+        a = self.start_host("a", "127.0.0.2", 2, "wait_small", nnodes="1:2", env_extra=env,
+                            conf=conf)
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
+                 == 2, 20, "round 1 with node a alone")
+        b = self.start("b", "127.0.0.3", 2, "wait_small", nnodes="1:2", env_extra=env,
+                       conf=conf)
+        self.assertEqual(a.wait(), 0, a.stderr())  # --max-restarts 0: the join is free
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        big = [r for r in rows if r["WORLD_SIZE"] == "4"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in big), [0, 1, 2, 3])
+        self.assertEqual({r["RC"] for r in rows}, {"0"})
+        # a was group rank 0 and stays so: the store stays where it was.
+        self.assertEqual({r["MASTER"] for r in big},
+                         {r["MASTER"] for r in self.env_lines(a.stdout())})
+
+
+class TorchTest(MultiNodeCase):
+    def test_gloo_allreduce_across_two_nodes(self):
+        prog = [TORCH_WORKER]
+        env = {"DDPRUN_PYTHON": PYTHON}
+        a = self.start_host("a", "127.0.0.2", 2, "ok", env_extra=env, program=prog)
+        b = self.start("b", "127.0.0.3", 2, "ok", env_extra=env, program=prog)
+        self.assertEqual(a.wait(90), 0, a.stderr() + a.stdout())
+        self.assertEqual(b.wait(90), 0, b.stderr() + b.stdout())
+        sums = re.findall(r"allreduce rank (\d) of 4 sum (\S+)", a.stdout() + b.stdout())
+        self.assertEqual(sorted(int(r) for r, _ in sums), [0, 1, 2, 3])
+        self.assertEqual({s for _, s in sums}, {"6.0"})
+
+
+    def test_gloo_after_a_scale_up_restart_with_the_same_restart_count(self):
+        # Round 2 reuses /worker/attempt_0: the store host serves it from a fresh store.
+        prog = [TORCH_WORKER]
+        env = {"DDPRUN_PYTHON": PYTHON, "WAIT_BELOW": "4"}
+        conf = "last_call_timeout=0.1,keep_alive_interval=0.2,join_timeout=20"
+        a = self.start_host("a", "127.0.0.2", 2, "ok", nnodes="1:2", env_extra=env,
+                            program=prog, conf=conf)
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("small.")])
+                 == 2, 60, "the Gloo round of node a alone")
+        b = self.start("b", "127.0.0.3", 2, "ok", nnodes="1:2", env_extra=env, program=prog,
+                       conf=conf)
+        self.assertEqual(a.wait(90), 0, a.stderr() + a.stdout())
+        self.assertEqual(b.wait(90), 0, b.stderr() + b.stdout())
+        sums = re.findall(r"allreduce rank (\d) of 4 sum (\S+)", a.stdout() + b.stdout())
+        self.assertEqual(sorted(int(r) for r, _ in sums), [0, 1, 2, 3])
+        self.assertEqual({s for _, s in sums}, {"6.0"})
+
+
+class NetnsTest(MultiNodeCase):
+    """Each node in its own network namespace with its own IP, joined by a veth pair."""
+
+    def setUp(self):
+        super().setUp()
+        tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
+        self.ns = ["ddpa" + tag, "ddpb" + tag]
+        self.veth = ["va" + tag, "vb" + tag]
+        self.addrs = ["10.231.0.1", "10.231.0.2"]
+        self.created = []
+        try:
+            for ns in self.ns:
+                self.ip("netns", "add", ns)
+                self.created.append(ns)
+            self.ip("link", "add", self.veth[0], "type", "veth", "peer", "name", self.veth[1])
+            for ns, veth, addr in zip(self.ns, self.veth, self.addrs):
+                self.ip("link", "set", veth, "netns", ns)
+                self.ip("-n", ns, "addr", "add", addr + "/24", "dev", veth)
+                self.ip("-n", ns, "link", "set", veth, "up")
+                self.ip("-n", ns, "link", "set", "lo", "up")
+        except (OSError, subprocess.CalledProcessError) as e:
+            self.remove_namespaces()
+            self.skipTest("network namespaces unavailable here (%s); needs root and netns" % e)
+
+    def tearDown(self):
+        super().tearDown()
+        self.remove_namespaces()
+
+    def remove_namespaces(self):
+        for ns in self.created:  # deleting a namespace deletes its end of the veth pair
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.created = []
+
+    @staticmethod
+    def ip(*args):
+        subprocess.run(["ip"] + list(args), check=True, capture_output=True, timeout=10)
+
+    def start_in(self, i, name, nproc, mode, **kwargs):
+        # The agent runs inside namespace i: "ip netns exec NS ddprun ...".
+        global DDPRUN
+        saved = DDPRUN
+        DDPRUN = "ip"
+        try:
+            args_prefix = ["netns", "exec", self.ns[i], saved]
+            return self.start(name, self.addrs[i], nproc, mode, prefix=args_prefix, **kwargs)
+        finally:
+            DDPRUN = saved
+
+    def test_two_namespaces_ranks_and_store(self):
+        self.endpoint = self.addrs[0]
+        a = self.start_in(0, "a", 2, "ok")
+        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "the host agent")
+        b = self.start_in(1, "b", 2, "ok")
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        self.assertIn("joining it as a client", b.stderr())  # 10.231.0.1 is not b's address
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        self.assertEqual(sorted(int(r["RANK"]) for r in rows), [0, 1, 2, 3])
+        self.assertEqual({r["WORLD_SIZE"] for r in rows}, {"4"})
+        masters = {r["MASTER"] for r in rows}
+        self.assertEqual(len(masters), 1)
+        self.assertIn(masters.pop().split(":")[0], self.addrs)
+
+    def test_partition_caught_by_heartbeats(self):
+        self.endpoint = self.addrs[0]
+        env = {"SMALL": "2"}
+        conf = "last_call_timeout=30,keep_alive_interval=0.2,keep_alive_max_attempt=3"
+        extra = ["--max-restarts", "1"]
+        a = self.start_in(0, "a", 2, "wait_big", nnodes="1:2", extra=extra, env_extra=env,
+                          conf=conf)
+        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "the host agent")
+        b = self.start_in(1, "b", 2, "wait_big", nnodes="1:2", extra=extra, env_extra=env,
+                          conf=conf)
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
+                 == 4, 20, "4 workers of round 1")
+        cut = time.monotonic()
+        self.ip("-n", self.ns[1], "link", "set", self.veth[1], "down")
+        self.assertEqual(a.wait(), 0, a.stderr())
+        caught = time.monotonic() - cut
+        print("partition -> node a finished at MIN: %.0f ms" % (caught * 1000), file=sys.stderr)
+        self.assertLess(caught, 5)
+        self.assertIn("heartbeat", a.stderr().lower())
+        last = [r for r in self.env_lines(a.stdout()) if r["RC"] == "1"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1])
+        b.kill()  # b cannot tell a partition from a quiet daemon yet (see the notes)
+
+
+class BadInputTest(unittest.TestCase):
+    def run_ddprun(self, *args):
+        p = subprocess.run([DDPRUN, "--nnodes", "2"] + list(args) + ["--no-python", "true"],
+                           capture_output=True, text=True, timeout=30)
+        return p.returncode, p.stderr.strip()
+
+    def check(self, words, *args):
+        code, err = self.run_ddprun(*args)
+        self.assertEqual(code, 2, err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("ddprun: error: "), err)
+        for w in words:
+            self.assertIn(w, err)
+
+    def test_bad_endpoint_port(self):
+        self.check(["--rdzv-endpoint"], "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                   "127.0.0.1:99999")
+
+    def test_missing_endpoint(self):
+        self.check(["--rdzv-endpoint"], "--rdzv-backend", "c10d")
+
+    def test_unknown_conf_key(self):
+        self.check(["unknown key 'colour'"], "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:1",
+                   "--rdzv-conf", "colour=blue")
+
+    def test_static_backend_on_several_nodes_is_refused_clearly(self):
+        self.check(["static", "not available yet", "--rdzv-backend c10d"], "--rdzv-backend",
+                   "static", "--node-rank", "1", "--master-addr", "127.0.0.1")
+
+    def test_bad_timeout_value(self):
+        self.check(["join_timeout"], "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                   "127.0.0.1:1", "--rdzv-conf", "join_timeout=soon")
+
+
+if __name__ == "__main__":
+    DDPRUN = sys.argv[1]
+    argv = [sys.argv[0]] + sys.argv[2:]
+    unittest.main(argv=argv, verbosity=2)

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Test worker. Prints its environment; then does what MODE says:
+#   ok          exit 0
+#   fail_b      the worker with GROUP_RANK=1, LOCAL_RANK=0 exits 3 after 0.3 s while
+#               TORCHELASTIC_RESTART_COUNT is 0; every other worker waits for SIGTERM
+#   wait_big    while WORLD_SIZE is above $SMALL: wait for SIGTERM; else exit 0
+#   wait_small  while WORLD_SIZE is at most $SMALL: wait for SIGTERM; else exit 0
+echo "ENV RANK=$RANK LOCAL_RANK=$LOCAL_RANK GROUP_RANK=$GROUP_RANK WORLD_SIZE=$WORLD_SIZE" \
+     "GROUP_WORLD_SIZE=$GROUP_WORLD_SIZE MASTER=$MASTER_ADDR:$MASTER_PORT" \
+     "RC=$TORCHELASTIC_RESTART_COUNT LWS=$LOCAL_WORLD_SIZE ROLE_RANK=$ROLE_RANK" \
+     "ROLE_WORLD_SIZE=$ROLE_WORLD_SIZE RUN_ID=$TORCHELASTIC_RUN_ID"
+touch "$MARK_DIR/started.$GROUP_RANK.$LOCAL_RANK.$TORCHELASTIC_RESTART_COUNT"
+wait_term() {
+  trap 'date +%s.%N > "$MARK_DIR/stopped.$GROUP_RANK.$LOCAL_RANK"; exit 143' TERM
+  sleep 60 &
+  wait
+}
+case "$MODE" in
+  ok) exit 0 ;;
+  fail_b)
+    if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then
+      if [ "$GROUP_RANK" = 1 ] && [ "$LOCAL_RANK" = 0 ]; then
+        sleep 0.3  # the point: let every worker of both nodes start first
+        date +%s.%N > "$MARK_DIR/failed"
+        exit 3
+      fi
+      wait_term
+    fi
+    exit 0 ;;
+  wait_big)
+    if [ "$WORLD_SIZE" -gt "$SMALL" ]; then wait_term; fi
+    exit 0 ;;
+  wait_small)
+    if [ "$WORLD_SIZE" -le "$SMALL" ]; then wait_term; fi
+    exit 0 ;;
+esac
