@@ -92,6 +92,8 @@ void RdzvClient::join(membership::JoinRequest request,
   }
   join_done_ = std::move(done);
   keep_alive_ = request.config.keep_alive_interval;
+  silence_budget_ = request.config.heartbeat_budget();
+  last_rx_ = Clock::now();
   send(membership::encode_request(request));
   join_sent_ = true;
   heartbeats_on_ = true;
@@ -125,13 +127,18 @@ void RdzvClient::store(Request request, std::function<void(Result<std::string>)>
     });
     return;
   }
-  store_calls_.push_back({std::move(*bytes), std::move(done)});
+  store_calls_.push_back({std::move(*bytes), std::move(done), request.op != Op::kWait});
   send_next_store();
 }
 
 void RdzvClient::send_next_store() {
   if (!join_sent_ || store_in_flight_ || store_calls_.empty() || !is_open()) return;
   store_in_flight_ = true;
+  if (store_calls_.front().owes_reply) {
+    owed_since_ = Clock::now();
+  } else {
+    owed_since_.reset();
+  }
   send(store_calls_.front().bytes);
 }
 
@@ -147,9 +154,30 @@ void RdzvClient::arm_heartbeat() {
   heartbeat_.expires_after(keep_alive_);
   heartbeat_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || !self->heartbeats_on_ || !self->is_open()) return;
+    if (!self->check_daemon_alive()) return;
     self->send(membership::encode_request(membership::Heartbeat{}));
     self->arm_heartbeat();
   });
+}
+
+bool RdzvClient::check_daemon_alive() {
+  const auto now = Clock::now();
+  if (owed_since_ && now - *owed_since_ >= silence_budget_ && now - last_rx_ >= silence_budget_) {
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_rx_);
+    end(peer_gone("lost the rendezvous daemon at " + peer_ + ": it sent nothing for " +
+                  std::to_string(silent.count()) + "ms (budget keep_alive_interval x " +
+                  "keep_alive_max_attempt = " + std::to_string(silence_budget_.count()) +
+                  "ms); network partition or a hung daemon"));
+    return false;
+  }
+  if (store_calls_.empty()) {
+    auto ping = encode_request(Dialect::kModern, Request{.op = Op::kPing, .word = ++ping_nonce_});
+    if (ping) {
+      store_calls_.push_back({std::move(*ping), nullptr, true});
+      send_next_store();
+    }
+  }
+  return true;
 }
 
 void RdzvClient::send(std::string bytes) {
@@ -195,7 +223,9 @@ void RdzvClient::end(Status why) {
   asio::post(io_, [self = shared_from_this(), why, pending, join_done = std::move(join_done),
                    calls = std::move(calls)]() mutable {
     if (join_done) join_done(pending);
-    for (auto& call : calls) call.done(pending);
+    for (auto& call : calls) {
+      if (call.done) call.done(pending);
+    }
     if (!why && self->handlers_.on_disconnect) self->handlers_.on_disconnect(why);
   });
 }

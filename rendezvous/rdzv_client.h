@@ -19,6 +19,11 @@
 //        ErrorEvent pushes (on_event) ... -> leave() or close().
 // Heartbeats start at join and are sent every config.keep_alive_interval until close; the
 // daemon drops a node silent for keep_alive_interval * keep_alive_max_attempt.
+// The other direction: each heartbeat tick with no store query outstanding also sends a
+// TCPStore PING on the connection, which the daemon answers. When a reply has been owed for
+// that same budget and no byte at all came from the daemon meanwhile (a partition: the TCP
+// connection stays open but silent), the client ends with on_disconnect(kPeerGone "... sent
+// nothing for N ms ..."). A parked WAIT is not owed a reply (no probe is sent behind it).
 // TCPStore queries may share the connection (rendezvous/framer.h): store() keeps one in
 // flight and queues the rest, so replies match queries; a WAIT that never completes blocks
 // later store() calls (but not rendezvous traffic).
@@ -32,6 +37,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,8 +101,10 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
  private:
   struct StoreCall {
     std::string bytes;
-    std::function<void(Result<std::string>)> done;
+    std::function<void(Result<std::string>)> done;  // empty for the liveness PING
+    bool owes_reply = true;                         // false for WAIT (may park forever)
   };
+  using Clock = std::chrono::steady_clock;
 
   void send(std::string bytes);
   void flush();
@@ -107,6 +115,9 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   void on_store_reply(std::string reply);
   void send_next_store();
   void arm_heartbeat();
+  // One heartbeat tick's liveness work: ends the connection when the daemon went silent
+  // (returns false), else queues a PING when nothing is outstanding.
+  bool check_daemon_alive();
   // Ends the connection: `why` OK for close(), else the on_disconnect status.
   void end(Status why);
 
@@ -117,6 +128,10 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   std::string peer_;  // "host:port" for messages
   std::chrono::milliseconds keep_alive_{0};
   bool heartbeats_on_ = false;
+  std::chrono::milliseconds silence_budget_{0};  // keep_alive_interval * max_attempt
+  Clock::time_point last_rx_{};                  // last byte from the daemon
+  std::optional<Clock::time_point> owed_since_;  // in-flight query that must be answered
+  std::uint32_t ping_nonce_ = 0;
   std::string in_;
   std::string out_;
   std::string writing_;

@@ -20,6 +20,7 @@ void RdzvClient::read_more() {
           std::array<char, 16384> buffer;  // drained at once; only an unfinished tail is kept
           const std::size_t n = self->socket_.read_some(asio::buffer(buffer), ec);
           if (!ec) {
+            self->last_rx_ = Clock::now();
             self->in_.append(buffer.data(), n);
             if (self->consume()) self->read_more();
             return;
@@ -87,8 +88,9 @@ void RdzvClient::on_store_reply(std::string reply) {
   StoreCall call = std::move(store_calls_.front());
   store_calls_.pop_front();
   store_in_flight_ = false;
+  owed_since_.reset();
   send_next_store();
-  call.done(std::move(reply));
+  if (call.done) call.done(std::move(reply));
 }
 
 }  // namespace ddp::rdzv

@@ -116,6 +116,10 @@ class ServerImpl final : public Server {
     listener_->sessions->native.stop();
   }
 
+  const membership::Registry& registry() const override {
+    return listener_->sessions->native.registry();
+  }
+
  private:
   std::shared_ptr<Listener> listener_;
   std::uint16_t port_ = 0;

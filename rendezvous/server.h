@@ -48,6 +48,10 @@ class Server {
   // closing asynchronously on the io_context.
   virtual void stop() = 0;
 
+  // The native rendezvous' jobs, read-only: for a process embedding the daemon that needs a
+  // job's outcome (the launching ddprun of an ssh/pbsdsh fan-out, launcher/fanout/).
+  virtual const membership::Registry& registry() const = 0;
+
  protected:
   Server() = default;
 };

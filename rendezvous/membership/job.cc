@@ -8,9 +8,10 @@
 
 namespace ddp::membership {
 
-Job::Job(std::string run_id, Config config, TimePoint now)
+Job::Job(std::string run_id, Config config, bool pinned_ranks, TimePoint now)
     : run_id_(std::move(run_id)),
       config_(config),
+      pinned_ranks_(pinned_ranks),
       now_(now),
       join_deadline_(now + config.join_timeout) {}
 
@@ -32,7 +33,38 @@ void Job::trim_heartbeats() {
   }
 }
 
-void Job::join(NodeId id, NodeInfo info, TimePoint now, Events& out) {
+std::string Job::pinned_rank_error(const NodeInfo& info,
+                                   std::optional<std::uint32_t> node_rank) const {
+  const std::string n = std::to_string(config_.max_nodes);
+  if (!pinned_ranks_ && node_rank) {
+    return "node " + info.node_key + " joins job '" + run_id_ + "' with node rank " +
+           std::to_string(*node_rank) +
+           " (static rendezvous), but the job's nodes get their ranks assigned (c10d); pass "
+           "the same --rdzv-backend on every node, or use another --rdzv-id";
+  }
+  if (pinned_ranks_ && !node_rank) {
+    return "node " + info.node_key + " joins job '" + run_id_ +
+           "' without a node rank, but the job's nodes pin theirs (static rendezvous); pass "
+           "--rdzv-backend static --node-rank 0.." + std::to_string(config_.max_nodes - 1) +
+           " on every node, or use another --rdzv-id";
+  }
+  if (!node_rank) return {};
+  if (*node_rank >= config_.max_nodes) {
+    return "node " + info.node_key + " asks for node rank " + std::to_string(*node_rank) +
+           " but job '" + run_id_ + "' has " + n + " nodes; pass --node-rank 0.." +
+           std::to_string(config_.max_nodes - 1);
+  }
+  if (auto holder = rank_holders_.find(*node_rank); holder != rank_holders_.end()) {
+    return "node rank " + std::to_string(*node_rank) + " of job '" + run_id_ +
+           "' is already taken by node " + members_.at(holder->second).info.node_key + "; node " +
+           info.node_key + " must pass a --node-rank no other node uses (0.." +
+           std::to_string(config_.max_nodes - 1) + ", one per node)";
+  }
+  return {};
+}
+
+void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank, TimePoint now,
+               Events& out) {
   advance(now);
   if (state_ == State::kFinished) {
     out.push_back({id, ErrorEvent{ErrorCode::kInvalidArgument,
@@ -46,8 +78,14 @@ void Job::join(NodeId id, NodeInfo info, TimePoint now, Events& out) {
                                       "'; send JOIN once per connection"}});
     return;
   }
+  if (std::string error = pinned_rank_error(info, node_rank); !error.empty()) {
+    out.push_back({id, ErrorEvent{ErrorCode::kInvalidArgument, std::move(error)}});
+    return;
+  }
   Member& m = members_[id];
   m.info = std::move(info);
+  m.pinned_rank = node_rank;
+  if (node_rank) rank_holders_[*node_rank] = id;
   m.join_seq = next_join_seq_++;
   touch(id, m);
   if (state_ == State::kPending) {
@@ -91,7 +129,8 @@ void Job::complete_round(Events& out) {
   for (auto& [id, m] : members_) {
     ++visits_;
     if (m.role == Role::kPending) {
-      candidates.push_back({id, m.prev_group_rank, m.join_seq, m.info.local_world_size});
+      candidates.push_back(
+          {id, m.prev_group_rank, m.join_seq, m.info.local_world_size, m.pinned_rank});
     }
   }
   RankPlan plan = plan_ranks(std::move(candidates), config_.max_nodes);

@@ -14,7 +14,9 @@
 // Restarts: a failure or a lost node moves restart_count once per round, when the stop
 // begins (later reports for the same round are recorded for the root cause, not counted);
 // a waiting node's restart does not move it; max_restarts exhausted means the job fails.
-// Rank rule: ranks.h. Only the end of the job closes it: a node that leaves (SIGTERM,
+// Rank rule: ranks.h. Pinned ranks (static rendezvous, pinned_ranks): every JOIN names its
+// group rank; a JOIN without one, or naming a rank a present node holds, gets an ErrorEvent
+// (the job goes on without that node). Only the end of the job closes it: a node that leaves (SIGTERM,
 // closed connection, missed heartbeats) is a lost node, never a close.
 #pragma once
 
@@ -35,11 +37,14 @@ class Job {
  public:
   enum class State : std::uint8_t { kPending, kRunning, kStopping, kFinished };
 
-  // Precondition: validate(config) is OK.
-  Job(std::string run_id, Config config, TimePoint now);
+  // Precondition: validate(config) is OK; with pinned_ranks, min_nodes == max_nodes.
+  Job(std::string run_id, Config config, bool pinned_ranks, TimePoint now);
 
-  // `id` must not be a member already (kInvalidArgument ErrorEvent otherwise).
-  void join(NodeId id, NodeInfo info, TimePoint now, Events& out);
+  // `id` must not be a member already (kInvalidArgument ErrorEvent otherwise). `node_rank`
+  // must be set exactly when the job has pinned ranks, below max_nodes, and not held by a
+  // present node (kInvalidArgument ErrorEvent naming the fix otherwise).
+  void join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank, TimePoint now,
+            Events& out);
   // Any request refreshes the sender's heartbeat; this one does nothing else.
   void heartbeat(NodeId id, TimePoint now);
   void report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures, TimePoint now,
@@ -58,6 +63,7 @@ class Job {
 
   const std::string& run_id() const { return run_id_; }
   const Config& config() const { return config_; }
+  bool pinned_ranks() const { return pinned_ranks_; }
   State state() const { return state_; }
   std::uint64_t round() const { return round_; }
   std::uint32_t restart_count() const { return restart_count_; }
@@ -79,6 +85,7 @@ class Job {
     Role role = Role::kPending;
     std::uint64_t join_seq = 0;
     std::optional<std::uint32_t> prev_group_rank;
+    std::optional<std::uint32_t> pinned_rank;  // set in jobs with pinned ranks
     std::uint32_t group_rank = 0;
     TimePoint expires{};
     bool succeeded = false;
@@ -86,6 +93,8 @@ class Job {
   };
 
   void advance(TimePoint now);
+  // The reason a JOIN's node_rank is not acceptable; empty when it is.
+  std::string pinned_rank_error(const NodeInfo& info, std::optional<std::uint32_t> node_rank) const;
   void touch(NodeId id, Member& m);
   void trim_heartbeats();
   void after_pending_change(Events& out);
@@ -102,6 +111,7 @@ class Job {
 
   std::string run_id_;
   Config config_;
+  bool pinned_ranks_ = false;
   TimePoint now_;
   State state_ = State::kPending;
   std::uint64_t round_ = 1;
@@ -109,6 +119,7 @@ class Job {
   std::uint64_t next_join_seq_ = 0;
 
   std::unordered_map<NodeId, Member> members_;
+  std::unordered_map<std::uint32_t, NodeId> rank_holders_;  // pinned rank -> present member
   std::size_t pending_count_ = 0;
   std::size_t participant_count_ = 0;
   std::size_t waiting_count_ = 0;

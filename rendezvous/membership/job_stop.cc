@@ -100,6 +100,7 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
   if (it == members_.end() || state_ == State::kFinished) return;
   const Member m = std::move(it->second);
   members_.erase(it);
+  if (m.pinned_rank) rank_holders_.erase(*m.pinned_rank);
   const char* how = why == GoneReason::kLeft               ? "left"
                     : why == GoneReason::kConnectionClosed ? "closed its connection"
                     : why == GoneReason::kHeartbeatMissed  ? "missed its heartbeats"
@@ -215,6 +216,7 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
     }
   }
   members_.clear();
+  rank_holders_.clear();
   expiries_.clear();
   roster_.clear();
   failures_.clear();

@@ -7,8 +7,10 @@ namespace ddp::membership {
 
 RankPlan plan_ranks(std::vector<RankCandidate> candidates, std::uint32_t max_nodes) {
   auto key = [](const RankCandidate& c) {
-    // Survivors (0) before newcomers (1); then previous rank; then join order.
-    return std::make_tuple(c.prev_group_rank ? 0 : 1, c.prev_group_rank.value_or(0), c.join_seq);
+    // Pinned (by pinned rank) before the rest; survivors (0) before newcomers (1); then
+    // previous rank; then join order.
+    return std::make_tuple(c.pinned_rank ? 0 : 1, c.pinned_rank.value_or(0),
+                           c.prev_group_rank ? 0 : 1, c.prev_group_rank.value_or(0), c.join_seq);
   };
   std::sort(candidates.begin(), candidates.end(),
             [&](const RankCandidate& a, const RankCandidate& b) { return key(a) < key(b); });

@@ -1,6 +1,10 @@
 // The rank rule of a round, as a pure function.
 //
-// Order: nodes that took part in the previous completed round ("survivors") first, in their
+// Static rendezvous: nodes with a pinned rank (JoinRequest::node_rank) come first, ordered by
+// it; the job (job.h) admits only distinct pinned ranks below max_nodes and completes such a
+// round only with all of them, so every node's group rank is its pinned rank.
+//
+// Otherwise: nodes that took part in the previous completed round ("survivors") first, in their
 // previous group-rank order; then every other node in join order (the job's JOIN sequence
 // number). So a surviving group-rank-0 node keeps rank 0 and the worker store does not move,
 // and the result depends only on the order of inputs, never on hashing, addresses or time.
@@ -21,6 +25,7 @@ struct RankCandidate {
   std::optional<std::uint32_t> prev_group_rank;  // set for survivors of the previous round
   std::uint64_t join_seq = 0;                    // unique within a job
   std::uint32_t local_world_size = 1;
+  std::optional<std::uint32_t> pinned_rank;  // static rendezvous: --node-rank
 };
 
 struct RankPlan {

@@ -21,6 +21,13 @@ Status validate_join(const JoinRequest& r) {
     return invalid_argument("node " + r.node.node_key +
                             " has local_world_size 0; pass --nproc-per-node N with N >= 1");
   }
+  if (r.node_rank && r.config.min_nodes != r.config.max_nodes) {
+    return invalid_argument("node " + r.node.node_key + " pins node rank " +
+                            std::to_string(*r.node_rank) + " but --nnodes " +
+                            std::to_string(r.config.min_nodes) + ":" +
+                            std::to_string(r.config.max_nodes) +
+                            " is elastic; static rendezvous needs one node count (--nnodes N)");
+  }
   return validate(r.config);
 }
 
@@ -50,7 +57,8 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   }
   auto [it, created] = jobs_.try_emplace(request.run_id);
   if (created) {
-    it->second.job = std::make_unique<Job>(request.run_id, request.config, now);
+    it->second.job = std::make_unique<Job>(request.run_id, request.config,
+                                           request.node_rank.has_value(), now);
   } else if (it->second.job->state() != Job::State::kFinished) {
     const std::string diff = config_mismatch(request.config, it->second.job->config());
     if (!diff.empty()) {
@@ -63,7 +71,7 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   }
   Events out;
   Job& job = *it->second.job;
-  job.join(conn, std::move(request.node), now, out);
+  job.join(conn, std::move(request.node), request.node_rank, now, out);
   if (job.has_node(conn)) conn_job_[conn] = job.run_id();
   update(job.run_id());
   return out;

@@ -79,7 +79,12 @@ using codec::put_str;
 
 std::string encode_request(const Request& request) {
   std::string out;
-  put<std::uint8_t>(out, static_cast<std::uint8_t>(kFirstRequestType + request.index()));
+  // Request types follow the variant's order; a JOIN with a pinned node rank is JOIN_AT_RANK.
+  std::uint8_t type = static_cast<std::uint8_t>(kFirstRequestType + request.index());
+  if (const auto* join = std::get_if<JoinRequest>(&request); join && join->node_rank) {
+    type = kJoinAtRankType;
+  }
+  put<std::uint8_t>(out, type);
   std::visit(
       [&out](const auto& r) {
         using T = std::decay_t<decltype(r)>;
@@ -97,6 +102,7 @@ std::string encode_request(const Request& request) {
             put<std::int64_t>(out, d.count());
           }
           put<std::uint32_t>(out, r.config.keep_alive_max_attempt);
+          if (r.node_rank) put<std::uint32_t>(out, *r.node_rank);
         } else if constexpr (std::is_same_v<T, ReportFailure>) {
           put<std::uint64_t>(out, r.round);
           put<std::uint64_t>(out, r.failures.size());
@@ -117,7 +123,8 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
   const auto type = in.get<std::uint8_t>();
   if (!in.ok()) return in.finish(Request{});
   switch (type) {
-    case 0x80: {
+    case 0x80:
+    case kJoinAtRankType: {
       JoinRequest r;
       r.run_id = in.name("run_id");
       r.node.node_key = in.name("node_key");
@@ -132,6 +139,7 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
       r.config.close_timeout = Duration(in.get<std::int64_t>());
       r.config.keep_alive_interval = Duration(in.get<std::int64_t>());
       r.config.keep_alive_max_attempt = in.get<std::uint32_t>();
+      if (type == kJoinAtRankType) r.node_rank = in.get<std::uint32_t>();
       return in.finish(Request{std::move(r)});
     }
     case 0x81:
@@ -154,7 +162,7 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
       return in.finish(Request{Leave{in.text("leave reason")}});
     default:
       in.fail("unknown native rendezvous request type " + std::to_string(type) +
-              "; this daemon knows 128..133 (is the agent newer than the daemon?)");
+              "; this daemon knows 128..134 (is the agent newer than the daemon?)");
       return in.finish(Request{});
   }
 }

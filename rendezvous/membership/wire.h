@@ -19,6 +19,9 @@
 //   0x83  WORKERS_STOPPED            u64 round
 //   0x84  REPORT_SUCCESS             u64 round
 //   0x85  LEAVE                      reason str
+//   0x86  JOIN_AT_RANK               the JOIN fields, then u32 node_rank (static rendezvous:
+//                                    JoinRequest::node_rank set; a JOIN without it is 0x80,
+//                                    byte for byte as before)
 //
 //   type  push (daemon -> agent)     fields
 //   ----  -------------------------  ------------------------------------------------------
@@ -35,7 +38,7 @@
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
 //              i64 pid, i64 time, error_file str, message str
 //
-// Requests get no reply except JOIN (JOINED or ERROR); every other push comes whenever the
+// Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR); every other push comes whenever the
 // job changes. TCPStore queries may share the connection: once it has sent a native request,
 // the daemon frames each TCPStore reply as push type 0x95 (rendezvous/framer.h), so pushes
 // and replies never get confused.
@@ -52,6 +55,7 @@ namespace ddp::membership {
 
 inline constexpr std::uint8_t kFirstRequestType = 0x80;
 inline constexpr std::uint8_t kFirstPushType = 0x90;
+inline constexpr std::uint8_t kJoinAtRankType = 0x86;  // JOIN with JoinRequest::node_rank
 inline constexpr std::uint8_t kLastNativeType = 0x9F;
 
 // True for 0x80..0x8F: the session hands such bytes to decode_request().

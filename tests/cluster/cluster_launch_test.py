@@ -1,6 +1,7 @@
 """The real ddprun inside (simulated) Slurm and PBS allocations and with --hosts/--hostfile:
-single-node jobs run with what the scheduler says, multi-node ones are refused with exit 2
-before anything starts. The Slurm and PBS environments are the variables those systems set,
+single-node jobs run with what the scheduler says; launches needing other machines from this
+one process (ssh, --launcher pbs) are refused with exit 2 before anything starts (multi-node
+allocations run: tests/integration/allocation). The Slurm and PBS environments are the variables those systems set,
 written by hand (no Slurm or PBS server runs here); GPUs are a fake /proc/driver/nvidia.
 
 usage: cluster_launch_test.py DDPRUN"""
@@ -107,10 +108,10 @@ class ClusterLaunchTest(unittest.TestCase):
         self.assertEqual(sorted(records), [0, 1, 2])
         self.assertEqual(records[0]["env"]["TORCHELASTIC_RUN_ID"], "mine")
 
-    def test_slurm_multi_node_is_refused(self):
-        env = self.slurm("node[01-04,07],gpu-a", SLURM_NNODES="6", SLURM_NODEID="3")
-        self.assert_refused(self.run_ddprun([], env), "multi-node launch is not available yet",
-                            "slurm job has 6 nodes", "this is node 3")
+    def test_slurm_multi_node_bad_rendezvous_port_is_refused(self):
+        env = self.slurm("node[01-04,07],gpu-a", SLURM_NNODES="6", SLURM_NODEID="3",
+                         DDPRUN_RDZV_PORT="70000")
+        self.assert_refused(self.run_ddprun([], env), "DDPRUN_RDZV_PORT", "70000")
 
     def test_slurm_malformed_nodelist_is_refused(self):
         self.assert_refused(self.run_ddprun([], self.slurm("node[01-04")), "SLURM_JOB_NODELIST",
@@ -128,12 +129,11 @@ class ClusterLaunchTest(unittest.TestCase):
         self.assertEqual(sorted(records), [0, 1])
         self.assertEqual(records[1]["env"]["TORCHELASTIC_RUN_ID"], "4711.pbs-server")
 
-    def test_pbs_two_hosts_is_refused(self):
+    def test_pbs_two_hosts_launcher_pbs_is_refused(self):
         host = socket.gethostname()
         env = self.pbs([host, host, "other-node", "other-node"])
-        self.assert_refused(self.run_ddprun([], env), "multi-node launch is not available yet",
-                            "pbs job has 2 nodes")
-        self.assert_refused(self.run_ddprun(["--launcher", "pbs"], env), "pbs job has 2 nodes")
+        self.assert_refused(self.run_ddprun(["--launcher", "pbs"], env), "2-node pbs job",
+                            "multi-node launch is not available yet")
 
     def test_hosts_localhost_runs_its_slots_here(self):
         records = self.records(self.run_ddprun(["--hosts", "localhost:3"], {}))

@@ -1,6 +1,6 @@
 // The command line with cluster options and Slurm/PBS environments: which launch is planned,
-// what the scheduler's environment changes, explicit flags winning, and multi-node launches
-// refused until they exist.
+// what the scheduler's environment changes (a multi-node allocation's topology), explicit flags
+// winning, and multi-node launches from one process refused until they exist.
 #include <catch2/catch.hpp>
 
 #include "launcher/gpu_inventory.h"
@@ -118,16 +118,47 @@ TEST_CASE("explicit flags win over the Slurm environment", "[cluster][options]")
   CHECK(inv.config.gpu_ids.empty());
 }
 
-TEST_CASE("a multi-node allocation is refused until multi-node launch exists",
+TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent",
           "[cluster][options]") {
-  std::string message = error({}, slurm("node[01-02]", {{"SLURM_NODEID", "1"}}));
-  CHECK_THAT(message, Catch::Contains(kNotYet));
-  CHECK_THAT(message, Catch::Contains("slurm job has 2 nodes"));
-  CHECK_THAT(message, Catch::Contains("SLURM_JOB_NODELIST=node[01-02]"));
-  CHECK_THAT(message, Catch::Contains("--launcher local"));
+  // Node 1 of 2: joins the daemon that node01 (rank 0) hosts, advertises its own name.
+  auto inv = ok({}, slurm("node[01-02]", {{"SLURM_NODEID", "1"}, {"SLURM_STEP_GPUS", "0,1"}}));
+  CHECK(inv.launch.kind == Kind::kSlurm);
+  CHECK(inv.config.rdzv_backend == "c10d");
+  CHECK(inv.config.rdzv_endpoint == "node01:29400");
+  CHECK(inv.config.min_nodes == 2);
+  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.node_rank == 1);
+  CHECK(inv.config.run_id == "777");
+  CHECK(inv.config.local_addr == "node02");
+  CHECK(inv.config.rdzv_conf.at("is_host") == "0");
+  CHECK(inv.config.gpu_ids == std::vector<int>{0, 1});
+  CHECK(inv.notices.empty());
+  // Node 0 hosts the daemon; DDPRUN_RDZV_PORT moves the port; IPv6 hosts get brackets.
+  inv = ok({}, slurm("node[01-02]", {{"DDPRUN_RDZV_PORT", "31000"}}));
+  CHECK(inv.config.rdzv_endpoint == "node01:31000");
+  CHECK(inv.config.rdzv_conf.at("is_host") == "1");
+  CHECK(inv.config.local_addr == "node01");
+  CHECK(ok({}, slurm("fd00::1,fd00::2")).config.rdzv_endpoint == "[fd00::1]:29400");
+  CHECK_THAT(error({}, slurm("node[01-02]", {{"DDPRUN_RDZV_PORT", "0"}})),
+             Catch::Contains("DDPRUN_RDZV_PORT"));
+  // What the user gives wins: --local-addr, --rdzv-conf is_host, --rdzv-id, --rdzv-backend.
+  inv = ok({"--local-addr", "10.0.0.2", "--rdzv-conf", "is_host=true,join_timeout=60",
+            "--rdzv-id", "mine"},
+           slurm("node[01-02]", {{"SLURM_NODEID", "1"}}));
+  CHECK(inv.config.local_addr == "10.0.0.2");
+  CHECK(inv.config.rdzv_conf.at("is_host") == "true");
+  CHECK(inv.config.rdzv_conf.at("join_timeout") == "60");
+  CHECK(inv.config.run_id == "mine");
+  CHECK(inv.config.rdzv_endpoint == "node01:29400");
+  inv = ok({"--rdzv-backend", "static"}, slurm("node[01-02]", {{"SLURM_NODEID", "1"}}));
+  CHECK(inv.config.rdzv_backend == "static");
+  CHECK(inv.config.master_addr == "node01");
+  CHECK(inv.config.node_rank == 1);
+  CHECK(inv.config.max_nodes == 2);
   // Explicit topology flags are the user's: the allocation's node list is not applied.
-  auto inv = ok({"--nnodes", "1"}, slurm("node[01-02]"));
+  inv = ok({"--nnodes", "1"}, slurm("node[01-02]"));
   CHECK(inv.config.max_nodes == 1);
+  CHECK(inv.config.rdzv_backend == "static");
   CHECK(inv.config.run_id == "777");
   CHECK(inv.notices.size() == 1);
 }
@@ -139,7 +170,7 @@ TEST_CASE("bad Slurm environments and GPUs are clear errors", "[cluster][options
   CHECK_THAT(error({"--launcher", "slurm"}), Catch::Contains("not a Slurm job"));
 }
 
-TEST_CASE("PBS: a one-host node file runs here, several hosts are refused", "[cluster][options]") {
+TEST_CASE("PBS: one host runs here, several hosts run multi-node", "[cluster][options]") {
   auto inv = ok({}, pbs("n1.cluster.example\nn1.cluster.example\n"));
   CHECK(inv.launch.kind == Kind::kPbs);
   CHECK(inv.config.run_id == "55.server");
@@ -147,10 +178,20 @@ TEST_CASE("PBS: a one-host node file runs here, several hosts are refused", "[cl
   CHECK(inv.launch.context->hosts == std::vector<std::string>{"n1.cluster.example"});
   CHECK(ok({"--launcher", "pbs"}, pbs("n1\n", "n1")).launch.kind == Kind::kPbs);
 
-  std::string message = error({}, pbs("n1\nn1\nn2\nn2\n", "n2"));
+  // Several hosts: this agent is node 1 of 2 (`pbsdsh -u ddprun ...`), c10d on n1.
+  inv = ok({}, pbs("n1\nn1\nn2\nn2\n", "n2.cluster.example"));
+  CHECK(inv.config.rdzv_backend == "c10d");
+  CHECK(inv.config.rdzv_endpoint == "n1:29400");
+  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.node_rank == 1);
+  CHECK(inv.config.local_addr == "n2");
+  CHECK(inv.config.rdzv_conf.at("is_host") == "0");
+  CHECK(inv.config.run_id == "55.server");
+  // --launcher pbs (one process starting every agent) is not built yet.
+  std::string message = error({"--launcher", "pbs"}, pbs("n1\nn1\nn2\nn2\n", "n2"));
   CHECK_THAT(message, Catch::Contains(kNotYet));
-  CHECK_THAT(message, Catch::Contains("pbs job has 2 nodes"));
-  CHECK_THAT(message, Catch::Contains("this is node 1"));
+  CHECK_THAT(message, Catch::Contains("--launcher pbs"));
+  CHECK_THAT(message, Catch::Contains("pbsdsh -u"));
   CHECK_THAT(error({}, pbs("n1\n", "login")), Catch::Contains("'login' is not among"));
   Machine missing = pbs("n1\n");
   missing.files.clear();

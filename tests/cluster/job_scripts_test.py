@@ -1,8 +1,10 @@
 """The job scripts in scripts/jobs/ run as written, in their single-node form, against the
 real ddprun: the Slurm script under a one-node Slurm environment (srun is a stand-in that runs
 the command once, fake_bin/srun: no Slurm exists here), the PBS script under a one-host
-PBS_NODEFILE, and the ssh script with a hostfile naming this machine. Their multi-node form is
-refused with exit 2 and the "not available yet" message. The scripts also pass bash -n.
+PBS_NODEFILE, and the ssh script with a hostfile naming this machine. The Slurm script also
+runs on two nodes (127.0.0.1 and 127.0.0.2, one agent each started by the stand-in srun, no
+rendezvous flags); the multi-node form of the others is refused with exit 2 and the "not
+available yet" message. The scripts also pass bash -n.
 
 usage: job_scripts_test.py DDPRUN JOBS_DIR"""
 import glob
@@ -80,10 +82,19 @@ class JobScriptsTest(unittest.TestCase):
         self.assertEqual(records[0]["env"]["CUDA_VISIBLE_DEVICES"], "0,1")
         self.assertEqual(records[0]["argv"], ["--x"])
 
-    def test_slurm_script_two_nodes_not_yet(self):
-        slurm = {"SLURM_JOB_ID": "8081", "SLURM_STEP_NODELIST": "gpu[01-02]",
-                 "SLURM_STEP_NUM_NODES": "2", "SLURM_NODEID": "0"}
-        self.assert_not_yet(self.run_script([os.path.join(JOBS, "slurm_job.sbatch")], slurm))
+    def test_slurm_script_two_nodes(self):
+        with socket.socket() as s:  # both "nodes" share this machine's ports
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        slurm = {"SLURM_JOB_ID": "8081", "SLURM_STEP_NODELIST": "127.0.0.[1-2]",
+                 "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_GPUS": "0,1",
+                 "DDPRUN_RDZV_PORT": str(port)}
+        records = self.records(self.run_script([os.path.join(JOBS, "slurm_job.sbatch")], slurm))
+        self.assertEqual(sorted(records), [0, 1, 2, 3])
+        for record in records.values():
+            self.assertEqual(record["env"]["TORCHELASTIC_RUN_ID"], "8081")
+            self.assertEqual(record["env"]["WORLD_SIZE"], "4")
+            self.assertEqual(record["env"]["CUDA_VISIBLE_DEVICES"], "0,1")
 
     def test_pbs_script_single_node(self):
         host = socket.gethostname()

@@ -18,6 +18,7 @@ std::vector<std::string> seeds() {
   Config c;
   c.max_nodes = 8;
   return {encode_request(JoinRequest{"r", c, NodeInfo{"k", "a", 1, 2}}),
+          encode_request(JoinRequest{"r", c, NodeInfo{"k", "a", 1, 2}, 5}),
           encode_request(Heartbeat{}),
           encode_request(ReportFailure{1, {f, f}}),
           encode_request(WorkersStopped{2}),

@@ -34,7 +34,10 @@ std::vector<Request> sample_requests() {
   c.close_timeout = 60s;
   c.keep_alive_interval = 1s;
   c.keep_alive_max_attempt = 3;
+  Config fixed = c;
+  fixed.min_nodes = fixed.max_nodes;
   return {JoinRequest{"job-42", c, NodeInfo{"host-a:1", "10.1.2.3", 29500, 8}},
+          JoinRequest{"job-42", fixed, NodeInfo{"host-b:2", "10.1.2.4", 0, 3}, 3999},
           Heartbeat{},
           ReportFailure{3, {sample_failure(), Failure{}}},
           ReportFailure{4, {}},
@@ -129,7 +132,7 @@ TEST_CASE("a report declaring many failures but holding few is incomplete, not a
 }
 
 TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]") {
-  CHECK_THAT(decode_request("\x86").error, Catch::Contains("request type 134"));
+  CHECK_THAT(decode_request("\x87").error, Catch::Contains("request type 135"));
   CHECK_THAT(decode_request("\x90").error, Catch::Contains("request type 144"));
   CHECK_THAT(decode_push("\x80").error, Catch::Contains("push type 128"));
   std::string bad_reason = encode_push(StopWorkers{1, StopReason::kNodeLost, "", std::nullopt});
@@ -141,6 +144,25 @@ TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]
   std::string bad_code = encode_push(ErrorEvent{ErrorCode::kTimeout, "x"});
   bad_code[1] = 0;  // kOk is not an error
   CHECK_THAT(decode_push(bad_code).error, Catch::Contains("error code 0"));
+}
+
+TEST_CASE("a JOIN without a node rank keeps its old bytes; with one it is JOIN_AT_RANK",
+          "[wire]") {
+  JoinRequest join{"r", Config{}, NodeInfo{"k", "a", 1, 2}};
+  const std::string plain = encode_request(join);
+  CHECK(plain[0] == '\x80');
+  join.node_rank = 7;
+  const std::string pinned = encode_request(join);
+  CHECK(pinned[0] == '\x86');
+  CHECK(pinned.substr(1, plain.size() - 1) == plain.substr(1));  // the same fields, then ...
+  REQUIRE(pinned.size() == plain.size() + 4);                     // ... u32 node_rank
+  std::uint32_t rank = 0;
+  std::memcpy(&rank, pinned.data() + plain.size(), sizeof rank);
+  CHECK(rank == 7);
+  const Decoded<Request> d = decode_request(pinned);
+  REQUIRE(d.state == DecodeState::kComplete);
+  CHECK(std::get<JoinRequest>(d.message).node_rank == 7u);
+  CHECK_FALSE(std::get<JoinRequest>(decode_request(plain).message).node_rank.has_value());
 }
 
 TEST_CASE("native requests sit in the range protocol.h reserves", "[wire]") {

@@ -17,6 +17,7 @@ import time
 import unittest
 
 DDPRUN = None
+DAEMON = None  # ddp-rendezvous, for StandaloneTest
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "worker.sh")
 TORCH_WORKER = os.path.join(HERE, "torch_allreduce.py")
@@ -89,11 +90,11 @@ class MultiNodeCase(unittest.TestCase):
         self.tmpdir.cleanup()
 
     def start(self, name, addr, nproc, mode, nnodes="2", extra=(), env_extra=None,
-              program=None, conf=FAST_CONF, prefix=()):
+              program=None, conf=FAST_CONF, prefix=(), run_id=None):
         env = dict(os.environ, MODE=mode, MARK_DIR=self.marks)
         env.update(env_extra or {})
         args = ["--nnodes", nnodes, "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
-                "--rdzv-endpoint", "%s:%d" % (self.endpoint, self.port), "--rdzv-id", "job-" + self.id(),
+                "--rdzv-endpoint", "%s:%d" % (self.endpoint, self.port), "--rdzv-id", run_id or "job-" + self.id(),
                 "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5"]
         args += list(extra)
         args += program or ["--no-python", WORKER]
@@ -381,16 +382,94 @@ class NetnsTest(MultiNodeCase):
                           conf=conf)
         wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
                  == 4, 20, "4 workers of round 1")
+        b_group = {r["GROUP_RANK"] for r in self.env_lines(b.stdout())}
+        self.assertEqual(len(b_group), 1, b.stdout())
+        b_group = b_group.pop()
         cut = time.monotonic()
+        cut_wall = time.time()
         self.ip("-n", self.ns[1], "link", "set", self.veth[1], "down")
+        # The cut-off agent notices by itself: the daemon answers nothing for the budget
+        # (0.2 s x 3), so b stops its workers and exits 1.
+        self.assertEqual(b.wait(timeout=10), 1, b.stderr())
+        b_out = time.monotonic() - cut
         self.assertEqual(a.wait(), 0, a.stderr())
         caught = time.monotonic() - cut
-        print("partition -> node a finished at MIN: %.0f ms" % (caught * 1000), file=sys.stderr)
+        print("partition -> node a finished at MIN: %.0f ms; cut-off node b exited: %.0f ms"
+              % (caught * 1000, b_out * 1000), file=sys.stderr)
         self.assertLess(caught, 5)
+        self.assertLess(b_out, 0.6 + 0.2 + 1.5)  # budget + one tick + margin (loaded machine)
         self.assertIn("heartbeat", a.stderr().lower())
+        self.assertIn("lost the rendezvous daemon", b.stderr())
+        self.assertIn("sent nothing for", b.stderr())
+        for local in ("0", "1"):  # b's workers were SIGTERMed, not left running
+            with open(os.path.join(self.marks, "stopped.%s.%s" % (b_group, local))) as f:
+                stopped_at = float(f.read())
+            self.assertLess(stopped_at - cut_wall, 0.6 + 0.2 + 1.5)
         last = [r for r in self.env_lines(a.stdout()) if r["RC"] == "1"]
         self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1])
-        b.kill()  # b cannot tell a partition from a quiet daemon yet (see the notes)
+
+
+class StandaloneTest(MultiNodeCase):
+    """Every agent joins a standalone ddp-rendezvous (is_host=false); one daemon, two jobs."""
+
+    def start_daemon(self):
+        if DAEMON is None:
+            self.skipTest("run with --daemon=PATH_TO_ddp-rendezvous")
+        out_path = os.path.join(self.tmp, "daemon.out")
+        self.daemon_out = open(out_path, "wb")
+        self.daemon_err = open(os.path.join(self.tmp, "daemon.err"), "wb")
+        self.daemon = subprocess.Popen(
+            [DAEMON, "--host", "127.0.0.1", "--port", "0"],
+            stdout=self.daemon_out, stderr=self.daemon_err, stdin=subprocess.DEVNULL)
+
+        def listening():  # its readiness line: "listening on HOST:PORT\n"
+            with open(out_path) as f:
+                m = re.search(r"listening on \S+:(\d+)\n", f.read())
+            if m:
+                self.port = int(m.group(1))
+            return m is not None
+        wait_for(listening, 10, "ddp-rendezvous to listen")
+
+    def tearDown(self):
+        super().tearDown()
+        if getattr(self, "daemon", None) is not None:
+            self.daemon.kill()
+            self.daemon.wait()
+            self.daemon_out.close()
+            self.daemon_err.close()
+
+    def test_two_jobs_at_once_through_one_standalone_daemon(self):
+        self.start_daemon()
+        conf = FAST_CONF + ",is_host=false"
+        # Job x: 2 nodes x 2 workers; job y: 1 + 3 workers. Every worker waits until all 8
+        # have started, so both jobs provably run at the same time through the one daemon.
+        jobs = {"x": (2, 2), "y": (1, 3)}
+        agents = {}
+        addr = 1
+        for job, nprocs in jobs.items():
+            for node, nproc in enumerate(nprocs):
+                agents[(job, node)] = self.start(
+                    "%s%d" % (job, node), "127.0.0.%d" % addr, nproc, "all_started",
+                    conf=conf, run_id="standalone-" + job,
+                    env_extra={"ALL": "8", "MARK_TAG": job})
+                addr += 1
+        for key, agent in agents.items():
+            self.assertEqual(agent.wait(), 0, "%s: %s" % (key, agent.stderr()))
+            self.assertNotIn("hosting the rendezvous", agent.stderr())
+        self.assertIsNone(self.daemon.poll(), "the daemon outlives its jobs")
+        for job in jobs:
+            rows = []
+            for node in range(2):
+                rows += self.env_lines(agents[(job, node)].stdout())
+            self.assertEqual(sorted(int(r["RANK"]) for r in rows), [0, 1, 2, 3], rows)
+            self.assertEqual({r["WORLD_SIZE"] for r in rows}, {"4"})
+            self.assertEqual({r["GROUP_WORLD_SIZE"] for r in rows}, {"2"})
+            self.assertEqual({r["RUN_ID"] for r in rows}, {"standalone-" + job})
+            self.assertEqual(len({r["MASTER"] for r in rows}), 1)
+            for r in rows:  # RANK = node offset + LOCAL_RANK, offsets from the real counts
+                lws = int(r["LWS"])
+                self.assertEqual(int(r["RANK"]) - int(r["LOCAL_RANK"]),
+                                 0 if r["GROUP_RANK"] == "0" else 4 - lws, r)
 
 
 class BadInputTest(unittest.TestCase):
@@ -429,5 +508,8 @@ class BadInputTest(unittest.TestCase):
 
 if __name__ == "__main__":
     DDPRUN = sys.argv[1]
-    argv = [sys.argv[0]] + sys.argv[2:]
+    rest = sys.argv[2:]
+    if rest and rest[0].startswith("--daemon="):
+        DAEMON = rest.pop(0).split("=", 1)[1]
+    argv = [sys.argv[0]] + rest
     unittest.main(argv=argv, verbosity=2)
