@@ -62,6 +62,9 @@ struct AgentConfig {
   bool master_port_given = false;  // false: the agent picks a free worker-store port
   std::string local_addr;          // address this node advertises; empty = hostname
   bool standalone = false;
+  // Multi-node agents started by a launching ddprun over ssh (launcher/fanout/): EOF or an
+  // error on stdin (the ssh session or the launcher is gone) stops this agent like SIGTERM.
+  bool exit_on_stdin_eof = false;
 };
 
 }  // namespace ddp::agent

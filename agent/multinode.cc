@@ -13,11 +13,15 @@
 #include <optional>
 #include <set>
 
+#include "agent/daemon_connect.h"
 #include "agent/error_report.h"
 #include "agent/failure_wire.h"
+#include "agent/host_listen.h"
 #include "agent/output.h"
 #include "agent/posix_process_launcher.h"
 #include "agent/rdzv_settings.h"
+#include "agent/static_host.h"
+#include "agent/stdin_watch.h"
 #include "agent/supervisor.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
@@ -45,7 +49,9 @@ class Node final : public ProcessObserver {
         router_(config, config.log_dir.has_value()),
         launcher_(io_, *this, &death_watch),
         signals_(io_),
-        linger_(io_) {}
+        stdin_(io_),
+        linger_(io_),
+        rejoin_timer_(io_) {}
 
   int run() {
     if (!start_daemon() || !start_worker_store()) return 1;
@@ -60,13 +66,14 @@ class Node final : public ProcessObserver {
       if (ec) spdlog::warn("cannot handle signal {}: {}", sig, ec.message());
     }
     wait_signal();
-    client_ = rdzv::RdzvClient::create(
-        io_, {.on_event = [this](const membership::Payload& p) { on_event(p); },
-              .on_disconnect = [this](const Status& s) { on_disconnect(s); }});
-    client_->connect(rdzv_.host, rdzv_.port, rdzv_.connect_timeout, [this](Status s) {
-      if (!s) return finish(1, s.message());
-      join();
-    });
+    if (config_.exit_on_stdin_eof) {
+      stdin_.start([this](const std::string& why) {
+        spdlog::warn("{}: the launching ddprun or its ssh session is gone", why);
+        on_signal(SIGTERM);
+      });
+    }
+    connect_deadline_ = std::chrono::steady_clock::now() + rdzv_.config.join_timeout;
+    connect();
     io_.run();
     return exit_code_;
   }
@@ -85,11 +92,9 @@ class Node final : public ProcessObserver {
   // is_host unset tries to bind the endpoint (fails when another agent or daemon has it or
   // the address is not this machine's), is_host=false never hosts.
   bool start_daemon() {
+    if (rdzv_.node_rank) return start_static_daemon();
     if (rdzv_.is_host == false) return true;
-    rdzv::ServerOptions options;
-    options.host = rdzv_.host;
-    options.port = rdzv_.port;
-    auto server = rdzv::Server::start(io_, options);
+    auto server = listen_as_host(io_, rdzv_.host, rdzv_.port);
     if (!server) {
       if (rdzv_.is_host == true) {
         spdlog::error("--rdzv-conf is_host=true but the rendezvous cannot listen on {}:{}: {}",
@@ -106,9 +111,78 @@ class Node final : public ProcessObserver {
     return true;
   }
 
+  // Static backend: node rank 0 hosts the daemon on --master-addr:--master-port, and it is
+  // the workers' store too (no separate worker store on any node).
+  bool start_static_daemon() {
+    if (*rdzv_.node_rank != 0) return true;
+    auto host = start_static_host(io_, rdzv_.host, rdzv_.port);
+    if (!host) {
+      spdlog::error("{}", host.status().message());
+      return false;
+    }
+    daemon_ = std::move(host->server);
+    daemon_connect_host_ = host->connect_host;
+    spdlog::info("node rank 0: hosting the rendezvous and the worker store for job {} on {}:{}",
+                 setup_.group.run_id, rdzv_.host, daemon_->port());
+    return true;
+  }
+
+  // A static node of rank > 0 retries reaching the daemon until join_timeout after its start
+  // (node rank 0 may start later); every other agent tries once.
+  bool retries_connecting() const { return rdzv_.node_rank && *rdzv_.node_rank != 0; }
+
+  // Where this agent's rendezvous client connects, and for how long it keeps trying.
+  DaemonEndpoint daemon_endpoint() const {
+    DaemonEndpoint e;
+    e.host = daemon_connect_host_.empty() ? rdzv_.host : daemon_connect_host_;
+    e.port = rdzv_.port;
+    e.attempt_timeout = rdzv_.connect_timeout;
+    if (retries_connecting()) {
+      e.retry_for = std::max(std::chrono::milliseconds(1),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 connect_deadline_ - std::chrono::steady_clock::now()));
+    } else if (daemon_ == nullptr) {
+      // c10d, not the host: srun/pbsdsh/ssh start every node at once, so the host agent may
+      // not listen yet; keep trying for read_timeout, as torchrun's store client does.
+      e.retry_for = rdzv_.connect_timeout;
+    }
+    return e;
+  }
+
+  void connect() {
+    connect_daemon(io_,
+                   {.on_event = [this](const membership::Payload& p) { on_event(p); },
+                    .on_disconnect = [this](const Status& s) { on_disconnect(s); }},
+                   daemon_endpoint(), [this](Result<std::shared_ptr<rdzv::RdzvClient>> client) {
+                     if (done_) {
+                       if (client) (*client)->close();
+                       return;
+                     }
+                     if (!client) return finish(1, unreachable_message(client.status()));
+                     client_ = std::move(client).value();
+                     join();
+                   });
+  }
+
+  std::string unreachable_message(const Status& s) const {
+    if (!rdzv_.node_rank) {
+      return s.message() + "; start the agent on the --rdzv-endpoint host (it hosts the "
+             "rendezvous) or a ddp-rendezvous there, check the endpoint, or raise --rdzv-conf "
+             "read_timeout";
+    }
+    return "node rank " + std::to_string(*rdzv_.node_rank) + ": " + s.message() +
+           "; start the agent with --node-rank 0 on " + rdzv_.host +
+           " (every node passes the same --master-addr and --master-port), or raise "
+           "--rdzv-conf join_timeout";
+  }
+
   // Every node holds a worker-store port for the whole job; the round's group-rank-0 node's
-  // store is the one every worker uses.
+  // store is the one every worker uses. Static backend: none (the daemon is the store).
   bool start_worker_store() {
+    if (rdzv_.node_rank) {
+      store_port_ = daemon_ ? daemon_->port() : 0;
+      return true;
+    }
     rdzv::ServerOptions options;
     options.port = store_port_ != 0            ? store_port_
                    : config_.master_port_given ? config_.master_port
@@ -135,7 +209,22 @@ class Node final : public ProcessObserver {
     request.node.node_key = advertised_addr() + ":" + std::to_string(::getpid());
     request.node.store_port = store_port_;
     request.node.local_world_size = static_cast<std::uint32_t>(config_.nproc_per_node);
+    request.node_rank = rdzv_.node_rank;
     client_->join(request, [this](Result<membership::Joined> joined) {
+      if (!joined && retries_connecting() &&
+          joined.status().message().find("' finished (") != std::string::npos &&
+          std::chrono::steady_clock::now() < connect_deadline_) {
+        // Node rank 0 of the previous job on this port still lingers at its exit barrier
+        // (back-to-back static jobs): wait for this job's node rank 0 to take the port.
+        spdlog::info("{}:{} still serves a finished job; retrying", rdzv_.host, rdzv_.port);
+        client_->close();
+        client_.reset();
+        rejoin_timer_.expires_after(100ms);  // a pause: nothing signals that daemon's exit
+        rejoin_timer_.async_wait([this](const boost::system::error_code& ec) {
+          if (!ec && !done_) connect();
+        });
+        return;
+      }
       if (!joined) return finish(1, "rendezvous refused: " + joined.status().message());
       spdlog::info("joined job {} for round {}{}", setup_.group.run_id, joined->round,
                    joined->waiting ? " (waiting: a round is running)" : "");
@@ -159,18 +248,19 @@ class Node final : public ProcessObserver {
     g.group_world_size = static_cast<int>(r.group_world_size);
     g.global_rank_base = static_cast<int>(r.rank_offset);
     g.world_size = static_cast<int>(r.world_size);
-    g.master_addr = r.store_addr;
-    g.master_port = r.store_port;
+    // Static backend: the workers' store is the daemon on --master-addr:--master-port.
+    g.master_addr = rdzv_.node_rank ? rdzv_.host : r.store_addr;
+    g.master_port = rdzv_.node_rank ? rdzv_.port : r.store_port;
     restart_count_ = static_cast<int>(r.restart_count);
     spdlog::info(
         "round {}: group rank {} of {}, ranks {}..{} of {}, restart {}, worker store {}:{}",
         r.round, r.group_rank, r.group_world_size, r.rank_offset,
-        r.rank_offset + r.local_world_size - 1, r.world_size, r.restart_count, r.store_addr,
-        r.store_port);
+        r.rank_offset + r.local_world_size - 1, r.world_size, r.restart_count, g.master_addr,
+        g.master_port);
     // A new round must never see an earlier round's keys (a restart caused by a joining node
     // keeps the restart count, hence the /worker/attempt_<n> prefix): the store host serves
     // every round after its first from a fresh store on the same port.
-    if (r.group_rank == 0) {
+    if (r.group_rank == 0 && store_ != nullptr) {
       if (store_used_) {
         store_->stop();
         retired_stores_.push_back(std::move(store_));
@@ -305,20 +395,27 @@ class Node final : public ProcessObserver {
   void wait_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
-      if (signal_ != 0 && sig == SIGINT) {
-        if (current_ != nullptr) current_->kill_now();
-      } else {
-        spdlog::warn("received {}: stopping the workers and leaving the job", signal_name(sig));
-        signal_ = sig;
-        if (current_ != nullptr && current_->phase() != Supervisor::Phase::kDone) {
-          current_->interrupt(sig);
-        } else {
-          if (client_ && client_->is_open()) client_->leave("agent received " + signal_name(sig));
-          return finish(128 + sig, {});
-        }
-      }
-      wait_signal();
+      if (on_signal(sig)) wait_signal();
     });
+  }
+
+  // A handled signal, or stdin closing (--exit-on-stdin-eof, as SIGTERM). Returns false when
+  // the agent finished.
+  bool on_signal(int sig) {
+    if (done_) return false;
+    if (signal_ != 0 && sig == SIGINT) {
+      if (current_ != nullptr) current_->kill_now();
+      return true;
+    }
+    spdlog::warn("received {}: stopping the workers and leaving the job", signal_name(sig));
+    signal_ = sig;
+    if (current_ != nullptr && current_->phase() != Supervisor::Phase::kDone) {
+      current_->interrupt(sig);
+      return true;
+    }
+    if (client_ && client_->is_open()) client_->leave("agent received " + signal_name(sig));
+    finish(128 + sig, {});
+    return false;
   }
 
   void finish(int code, const std::string& message) {
@@ -331,7 +428,9 @@ class Node final : public ProcessObserver {
     launcher_.kill_strays();
     boost::system::error_code ignored;
     signals_.cancel(ignored);
+    stdin_.cancel();
     linger_.cancel();
+    rejoin_timer_.cancel();
     if (poll_timer_) poll_timer_->cancel();
     if (client_ && client_->is_open()) client_->close();
     if (store_) store_->stop();
@@ -347,9 +446,13 @@ class Node final : public ProcessObserver {
   OutputRouter router_;
   PosixProcessLauncher launcher_;
   asio::signal_set signals_;
+  StdinWatch stdin_;
   asio::steady_timer linger_;
+  asio::steady_timer rejoin_timer_;  // static rank > 0: pause before joining again
   std::unique_ptr<asio::steady_timer> poll_timer_;
   std::unique_ptr<rdzv::Server> daemon_;
+  std::string daemon_connect_host_;  // static node rank 0: where its own client connects
+  std::chrono::steady_clock::time_point connect_deadline_;  // static rank > 0: retry until
   std::unique_ptr<rdzv::Server> store_;
   std::vector<std::unique_ptr<rdzv::Server>> retired_stores_;
   std::uint16_t store_port_ = 0;
@@ -376,12 +479,6 @@ int run_multinode(const AgentConfig& config, RunSetup& setup, DeathWatch& death_
     std::fprintf(stderr, "ddprun: error: %s\n", message.c_str());
     return 2;
   };
-  if (config.rdzv_backend != "c10d") {
-    return bad_input("--rdzv-backend " + config.rdzv_backend + " with --nnodes " +
-                     std::to_string(config.min_nodes) + ":" + std::to_string(config.max_nodes) +
-                     " is not available yet in this ddprun; use --rdzv-backend c10d "
-                     "--rdzv-endpoint HOST[:PORT]");
-  }
   auto rdzv = rdzv_settings(config);
   if (!rdzv) return bad_input(rdzv.status().message());
   Node node(config, setup, death_watch, std::move(rdzv).value());

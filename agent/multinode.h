@@ -1,7 +1,12 @@
-// One node of a multi-node c10d job: hosts the rendezvous daemon in-process when it is the
+// One node of a multi-node job (c10d or static backend): hosts the rendezvous daemon in-process when it is the
 // endpoint host (torchrun's is_host inference), joins through rdzv::RdzvClient, and runs one
 // local worker group per rendezvous round as the daemon says (RoundComplete starts it,
 // StopWorkers stops it, JobFinished ends the agent with the job's exit code).
+//
+// Static backend (--rdzv-backend static, --nnodes N > 1): the same, with node rank 0 hosting
+// the daemon on --master-addr:--master-port (also the workers' store, their MASTER_ADDR/PORT),
+// every node joining with its --node-rank pinned as its group rank, and the other nodes
+// retrying to reach node rank 0 until join_timeout (docs/multinode_static.md).
 //
 // Threading: run_multinode() blocks; everything runs on its one io_context thread.
 #pragma once

@@ -20,10 +20,8 @@ Result<double> number(const std::string& key, const std::string& value) {
   return out;
 }
 
-}  // namespace
-
-Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
-  RdzvSettings s;
+// host[:port] of --rdzv-endpoint into s.host and s.port.
+Status parse_endpoint(const AgentConfig& config, RdzvSettings& s) {
   std::string text = config.rdzv_endpoint;
   if (text.empty()) {
     return invalid_argument("--nnodes " + std::to_string(config.min_nodes) + ":" +
@@ -53,10 +51,53 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
     s.port = static_cast<std::uint16_t>(port);
   }
   if (s.host.empty()) return invalid_argument("--rdzv-endpoint " + text + " has no host");
+  return Status::ok();
+}
 
+// --master-addr / --master-port / --node-rank of the static backend.
+Status static_endpoint(const AgentConfig& config, RdzvSettings& s) {
+  if (config.master_port == 0) {
+    return invalid_argument("--rdzv-backend static with --nnodes " +
+                            std::to_string(config.max_nodes) +
+                            " needs a --master-port every node knows, not 0; pass the same "
+                            "--master-port PORT (default 29500) on every node");
+  }
+  if (config.rdzv_conf.count("is_host") != 0) {
+    return invalid_argument(
+        "--rdzv-conf is_host does not apply to --rdzv-backend static (node "
+        "rank 0 hosts the rendezvous on --master-addr:--master-port); "
+        "drop is_host");
+  }
+  if (config.node_rank < 0 || config.node_rank >= config.max_nodes) {
+    return invalid_argument("--node-rank " + std::to_string(config.node_rank) +
+                            " is out of range for --nnodes " + std::to_string(config.max_nodes) +
+                            "; pass --node-rank 0.." + std::to_string(config.max_nodes - 1) +
+                            ", a different one per node");
+  }
+  s.host = config.master_addr;
+  s.port = config.master_port;
+  s.node_rank = static_cast<std::uint32_t>(config.node_rank);
+  s.is_host = config.node_rank == 0;
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
+  RdzvSettings s;
+  const bool is_static = config.rdzv_backend == "static";
+  if (Status st = is_static ? static_endpoint(config, s) : parse_endpoint(config, s); !st) {
+    return st;
+  }
   s.config.min_nodes = static_cast<std::uint32_t>(config.min_nodes);
   s.config.max_nodes = static_cast<std::uint32_t>(config.max_nodes);
   s.config.max_restarts = static_cast<std::uint32_t>(config.max_restarts);
+  if (is_static && s.config.min_nodes != s.config.max_nodes) {
+    return invalid_argument("--nnodes " + std::to_string(config.min_nodes) + ":" +
+                            std::to_string(config.max_nodes) +
+                            " is elastic, which the static backend cannot do; add "
+                            "--rdzv-backend c10d or give one number");
+  }
   for (const auto& [key, value] : config.rdzv_conf) {
     if (key == "is_host") {
       s.is_host = value == "1" || value == "true" || value == "True" || value == "TRUE";

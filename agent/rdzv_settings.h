@@ -1,6 +1,10 @@
 // What a multi-node agent takes from --rdzv-endpoint, --rdzv-conf and --nnodes: where the
 // rendezvous daemon is, whether this agent hosts it (torchrun's is_host), and the membership
 // Config every node sends with its JOIN. Pure: no I/O.
+//
+// Static backend (--rdzv-backend static --node-rank R --master-addr A --master-port P): the
+// daemon is A:P, node rank 0 hosts it (and it is the workers' store too), every node pins
+// its group rank to R, and --nnodes N is MIN = MAX = N.
 #pragma once
 
 #include <cstdint>
@@ -19,10 +23,15 @@ struct RdzvSettings {
   std::optional<bool> is_host;  // --rdzv-conf is_host=...; unset = infer (port bindable)
   membership::Config config;    // nodes, restarts, timeouts, keep-alive
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};  // read_timeout
+  // Static backend only: this node's group rank (--node-rank). Set means: the daemon at
+  // host:port is also the worker store (MASTER_ADDR/PORT), node rank 0 hosts it, and the
+  // other nodes retry reaching it until config.join_timeout (node rank 0 may start later).
+  std::optional<std::uint32_t> node_rank;
 };
 
-// Errors (kInvalidArgument, naming the option and the fix): no --rdzv-endpoint, a bad port,
-// an unknown --rdzv-conf key, a value that is not a number of seconds.
+// Errors (kInvalidArgument, naming the option and the fix): c10d without --rdzv-endpoint, a
+// bad port, static with --master-port 0 or is_host, an unknown --rdzv-conf key, a value that
+// is not a number of seconds.
 Result<RdzvSettings> rdzv_settings(const AgentConfig& config);
 
 }  // namespace ddp::agent

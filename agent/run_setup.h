@@ -32,9 +32,13 @@ struct RunSetup {
 // cannot be created (naming it).
 Result<RunSetup> prepare_run(const AgentConfig& config);
 
-// More than one node (--nnodes above 1): the rendezvous decides ranks (agent/multinode.h).
+// More than one node (--nnodes above 1): the rendezvous decides ranks (agent/multinode.h;
+// with the static backend each node pins its own, --node-rank).
+// An agent a launching ddprun started over ssh (--exit-on-stdin-eof) always joins that
+// ddprun's rendezvous, even as the only node: the job's result is the launcher's exit code.
 inline bool is_multinode(const AgentConfig& config) {
-  return !config.standalone && (config.min_nodes > 1 || config.max_nodes > 1);
+  return !config.standalone &&
+         (config.min_nodes > 1 || config.max_nodes > 1 || config.exit_on_stdin_eof);
 }
 
 // 32 random hex digits from /dev/urandom (the run id of a standalone job).

@@ -11,13 +11,20 @@ constexpr std::array<std::string_view, 8> kLauncherOnly = {"launcher",     "host
                                                            "ssh_command",  "ssh_port",   "ssh_user",
                                                            "ssh_identity", "forward_env"};
 
+constexpr std::array<std::string_view, 8> kFanOutSets = {
+    "nnodes",    "nproc_per_node", "rdzv_backend", "rdzv_endpoint",
+    "rdzv_id",   "rdzv_conf",      "local_addr",   "exit_on_stdin_eof"};
+
 }  // namespace
 
-std::vector<std::string> agent_arguments(const RawOptions& raw) {
+std::vector<std::string> agent_arguments(const RawOptions& raw, bool fan_out) {
   std::vector<std::string> args;
   for (const auto& [key, value] : raw.values) {
     if (!value.given) continue;
     if (std::find(kLauncherOnly.begin(), kLauncherOnly.end(), key) != kLauncherOnly.end()) {
+      continue;
+    }
+    if (fan_out && std::find(kFanOutSets.begin(), kFanOutSets.end(), key) != kFanOutSets.end()) {
       continue;
     }
     std::string name = "--" + key;

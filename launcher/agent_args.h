@@ -13,6 +13,9 @@
 
 namespace ddp::launcher {
 
-std::vector<std::string> agent_arguments(const RawOptions& raw);
+// fan_out: also leaves out what a fan-out sets for every node itself (launcher/fanout/):
+// --nnodes, --nproc-per-node, --rdzv-backend, --rdzv-endpoint, --rdzv-id, --rdzv-conf,
+// --local-addr, --exit-on-stdin-eof.
+std::vector<std::string> agent_arguments(const RawOptions& raw, bool fan_out = false);
 
 }  // namespace ddp::launcher

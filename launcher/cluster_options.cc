@@ -6,8 +6,11 @@
 //  - --rdzv-id given (or --standalone): the run id is the user's, else the job id;
 //  - --gpu-ids or --nproc-per-node given: the GPUs are the user's, else the scheduler's
 //    (SLURM_STEP_GPUS / SLURM_JOB_GPUS) as --gpu-ids would select them.
-// Multi-node execution is not built yet: a launch that needs more than this node (several
-// hosts, a remote host, an allocation of several nodes) is refused with a message saying so.
+// Inside an allocation of several nodes (one agent per node, started by srun or pbsdsh -u),
+// the allocation's topology feeds the c10d multi-node agent (apply_allocation_topology).
+// A launch from this one process onto other nodes (several hosts or a remote one with
+// --hosts/--hostfile; --launcher pbs on a job of several nodes) is a fan-out: plan_fan_out
+// fills the LaunchPlan that launcher/fanout/ runs.
 #include "launcher/agent_args.h"
 #include "launcher/cluster/host_match.h"
 #include "launcher/cluster/pbs_nodefile.h"
@@ -23,16 +26,6 @@ using Kind = LaunchPlan::Kind;
 
 constexpr const char* kSshOptions[] = {"ssh_command", "ssh_port", "ssh_identity", "ssh_user",
                                        "forward_env"};
-
-// `what` says why more than this node is needed; `instead` what works today.
-std::string not_yet(const std::string& what, const std::string& instead) {
-  return what + ", but multi-node launch is not available yet in this ddprun; " + instead;
-}
-
-constexpr const char* kSshInstead =
-    "for now run on this machine only (--hosts localhost:N, or no --hosts)";
-constexpr const char* kAllocationInstead =
-    "for now use a one-node allocation, or --launcher local to run on this node only";
 
 Status read_ssh_settings(const RawOptions& raw, LaunchPlan& plan) {
   const RawValue& command = raw.at("ssh_command");
@@ -108,6 +101,44 @@ Result<Kind> choose_kind(const RawOptions& raw, const LaunchEnvironment& environ
   return kind;
 }
 
+// This ddprun starts the agent of every node (launcher/fanout/): the c10d rendezvous, hosted
+// here, over `nodes` nodes (`what` names them in messages); the options a fan-out sets per
+// node leave agent_args, static-rendezvous and single-node options are refused.
+Status plan_fan_out(const RawOptions& raw, const LaunchEnvironment& environment,
+                    const std::string& what, Invocation& out) {
+  auto& config = out.config;
+  auto& plan = out.launch;
+  const int nodes = plan.kind == Kind::kPbs ? static_cast<int>(plan.pbs_nodes.size())
+                                            : static_cast<int>(plan.hosts.size());
+  for (const char* key : {"standalone", "node_rank", "master_addr"}) {
+    const RawValue& value = raw.at(key);
+    if (value.given) {
+      return invalid_argument(value.origin + " does not apply when ddprun starts the agents of " +
+                              what + " (c10d rendezvous hosted by this ddprun); drop it");
+    }
+  }
+  if (raw.at("rdzv_backend").given && config.rdzv_backend != "c10d") {
+    return invalid_argument("--rdzv-backend " + config.rdzv_backend + ": the agents of " + what +
+                            " use the c10d rendezvous this ddprun hosts; drop --rdzv-backend");
+  }
+  if (raw.at("nnodes").given && config.max_nodes != nodes) {
+    return invalid_argument("--nnodes " + raw.at("nnodes").text + " does not match the " +
+                            std::to_string(nodes) + " nodes of " + what +
+                            "; drop --nnodes or make its maximum " + std::to_string(nodes));
+  }
+  if (!raw.at("nnodes").given) config.min_nodes = config.max_nodes = nodes;
+  config.rdzv_backend = "c10d";
+  if (!raw.at("rdzv_id").given) config.run_id = environment.standalone_run_id;
+  if (environment.cwd.empty() || environment.cwd.front() != '/') {
+    return invalid_argument("cannot tell the working directory the remote agents start in ('" +
+                            environment.cwd + "'); run ddprun from an existing directory");
+  }
+  if (raw.at("nproc_per_node").given) plan.nproc_per_node = raw.at("nproc_per_node").text;
+  plan.agent_args = agent_arguments(raw, /*fan_out=*/true);
+  plan.fan_out = true;
+  return Status::ok();
+}
+
 Status plan_ssh(const RawOptions& raw, const LaunchEnvironment& environment, Invocation& out) {
   const RawValue& hosts = raw.at("hosts");
   const RawValue& hostfile = raw.at("hostfile");
@@ -133,21 +164,23 @@ Status plan_ssh(const RawOptions& raw, const LaunchEnvironment& environment, Inv
     }
   }
   const std::string& source = hosts.given ? hosts.origin : hostfile.origin;
-  if (plan.hosts.size() > 1) {
-    return invalid_argument(
-        not_yet(source + " names " + std::to_string(plan.hosts.size()) + " hosts (one agent each)",
-                kSshInstead));
-  }
-  const cluster::HostSlots& only = plan.hosts.front();
-  if (!cluster::is_loopback_name(only.host) &&
-      !cluster::same_host(only.host, environment.hostname)) {
-    return invalid_argument(not_yet(source + " names the remote host " + only.host +
-                                        " (this host is " + environment.hostname + ")",
-                                    kSshInstead));
+  const cluster::HostSlots& first = plan.hosts.front();
+  bool here_only = plan.hosts.size() == 1 && (cluster::is_loopback_name(first.host) ||
+                                              cluster::same_host(first.host, environment.hostname));
+  if (!here_only) {
+    for (const cluster::HostSlots& host : plan.hosts) {
+      if (plan.hosts.size() > 1 && cluster::is_loopback_name(host.host)) {
+        return invalid_argument(source + ": " + host.host +
+                                " is a loopback name the other hosts cannot reach; name this "
+                                "machine by its hostname or address");
+      }
+    }
+    return plan_fan_out(raw, environment,
+                        "the " + std::to_string(plan.hosts.size()) + " host(s) of " + source, out);
   }
   // One host and it is this one: run here; its slots are the worker count unless given.
-  if (only.slots && !raw.at("nproc_per_node").given && !raw.at("gpu_ids").given) {
-    out.config.nproc_per_node = *only.slots;
+  if (first.slots && !raw.at("nproc_per_node").given && !raw.at("gpu_ids").given) {
+    out.config.nproc_per_node = *first.slots;
   }
   return Status::ok();
 }
@@ -174,6 +207,62 @@ Status apply_gpus(const RawOptions& raw, const LaunchEnvironment& environment,
   return Status::ok();
 }
 
+// Inside an allocation of several nodes, no topology flag given: every node's agent joins the
+// c10d rendezvous on the first host, at kAllocationRdzvPort unless $DDPRUN_RDZV_PORT says;
+// the agent of node rank 0 hosts the daemon (is_host, unless --rdzv-conf sets it); each node
+// advertises its own name from the node list unless --local-addr is given. An explicit
+// --rdzv-backend static keeps the backend and gets the static topology (master = first host).
+constexpr int kAllocationRdzvPort = 29400;  // torchrun's c10d default
+
+Status apply_allocation_topology(const RawOptions& raw, const LaunchEnvironment& environment,
+                                 const cluster::ClusterContext& context,
+                                 agent::AgentConfig& config) {
+  config.min_nodes = config.max_nodes = context.nnodes;
+  config.node_rank = context.node_rank;
+  if (raw.at("rdzv_backend").given && config.rdzv_backend == "static") {
+    config.master_addr = context.endpoint_host;
+    return Status::ok();
+  }
+  long long port = kAllocationRdzvPort;
+  if (std::string text = cluster::env_value(environment.env, "DDPRUN_RDZV_PORT"); !text.empty()) {
+    auto parsed = parse_integer("DDPRUN_RDZV_PORT", text, 1, 65535);
+    if (!parsed) return invalid_argument(parsed.status().message() + " (the allocation's "
+                                         "rendezvous port; unset it for 29400)");
+    port = *parsed;
+  }
+  const std::string& host = context.endpoint_host;
+  bool v6 = host.find(':') != std::string::npos;
+  config.rdzv_backend = "c10d";
+  config.rdzv_endpoint = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  config.rdzv_conf.emplace("is_host", context.node_rank == 0 ? "1" : "0");
+  if (!raw.at("local_addr").given) {
+    config.local_addr = context.hosts.at(static_cast<std::size_t>(context.node_rank));
+  }
+  return Status::ok();
+}
+
+// --launcher pbs on a job of several nodes: this ddprun starts one agent per unique node of
+// $PBS_NODEFILE through pbsdsh (launcher/cluster/pbs_launch.h).
+Status plan_pbs_fan_out(const RawOptions& raw, const LaunchEnvironment& environment,
+                        Invocation& out) {
+  std::string path = cluster::env_value(environment.env, "PBS_NODEFILE");
+  auto text = environment.read_file(path);
+  if (!text) return invalid_argument("PBS_NODEFILE=" + path + ": " + text.status().message());
+  auto nodes = cluster::parse_pbs_nodefile(*text, path);
+  if (!nodes) return nodes.status();
+  out.launch.pbs_nodes = std::move(nodes).value();
+  if (Status s = plan_fan_out(raw, environment,
+                              "the " + std::to_string(out.launch.pbs_nodes.size()) +
+                                  " nodes of PBS_NODEFILE=" + path + " (--launcher pbs)",
+                              out);
+      !s) {
+    return s;
+  }
+  std::string job = cluster::env_value(environment.env, "PBS_JOBID");
+  if (!raw.at("rdzv_id").given && !job.empty()) out.config.run_id = job;
+  return Status::ok();
+}
+
 Status apply_context(const RawOptions& raw, const LaunchEnvironment& environment,
                      cluster::ClusterContext context, Invocation& out) {
   auto& config = out.config;
@@ -182,10 +271,8 @@ Status apply_context(const RawOptions& raw, const LaunchEnvironment& environment
     topology_given = topology_given || raw.at(key).given;
   }
   if (!topology_given && context.nnodes > 1) {
-    return invalid_argument(not_yet(
-        "this " + context.scheduler + " job has " + std::to_string(context.nnodes) + " nodes (" +
-            context.origin + "; this is node " + std::to_string(context.node_rank) + ")",
-        kAllocationInstead));
+    if (raw.at("launcher").text == "pbs") return plan_pbs_fan_out(raw, environment, out);
+    if (Status s = apply_allocation_topology(raw, environment, context, config); !s) return s;
   }
   if (topology_given) {
     out.notices.push_back("explicit node options take precedence over the " + context.scheduler +

@@ -94,6 +94,11 @@ Status resolve_control(const RawOptions& raw, Invocation& out) {
   if (Status s = take(signals, parse_signals(signals.text), config.signals_to_handle); !s) {
     return s;
   }
+  if (Status s = take(raw.at("exit_on_stdin_eof"), flag(raw, "exit_on_stdin_eof"),
+                      config.exit_on_stdin_eof);
+      !s) {
+    return s;
+  }
   const RawValue& shutdown = raw.at("shutdown_timeout");
   if (Status s = take(shutdown, parse_seconds("--shutdown-timeout", shutdown.text),
                       config.shutdown_timeout);

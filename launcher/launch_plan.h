@@ -10,6 +10,7 @@
 
 #include "launcher/cluster/cluster_context.h"
 #include "launcher/cluster/host_spec.h"
+#include "launcher/cluster/pbs_nodefile.h"
 #include "launcher/cluster/ssh_command.h"
 
 namespace ddp::launcher {
@@ -26,6 +27,14 @@ struct LaunchPlan {
   // kSsh/kPbs: the options and program every remote agent gets (launcher/agent_args.h),
   // before the per-node ones.
   std::vector<std::string> agent_args;
+  // True when this ddprun starts every node's agent itself (launcher/fanout/): kSsh with hosts
+  // other than this one alone, kPbs with --launcher pbs on a job of several nodes. agent_args
+  // then hold no rendezvous/topology option: the fan-out adds them per node.
+  bool fan_out = false;
+  std::vector<cluster::PbsNode> pbs_nodes;  // kPbs fan-out: the job's unique nodes
+  // Fan-out: --nproc-per-node as given (resolved on each node: "gpu" means that node's GPUs)
+  // for nodes without slots; empty = the agent's default.
+  std::string nproc_per_node;
 };
 
 inline std::string_view launch_kind_name(LaunchPlan::Kind kind) {

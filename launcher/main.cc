@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "common/logging.h"
+#include "launcher/fanout/fanout.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
 #include "launcher/preflight.h"
@@ -106,5 +107,12 @@ int main(int argc, char** argv) {
     return usage_error(ddp::invalid_argument("DDPRUN_LOG_LEVEL: " + s.message()));
   }
   for (const auto& notice : invocation->notices) spdlog::warn("{}", notice);
+  if (invocation->launch.fan_out) {  // this ddprun starts every node's agent (ssh, pbsdsh)
+    std::error_code exe_error;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
+    if (exe_error) return usage_error(ddp::io_error("cannot find this ddprun's path: " +
+                                                    exe_error.message()));
+    return ddp::fanout::run(*invocation, {environment.env, self.string(), environment.cwd});
+  }
   return ddp::agent::run(invocation->config);
 }

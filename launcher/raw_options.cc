@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 38> kOptions{{
+constexpr std::array<OptionSpec, 39> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -61,6 +61,8 @@ constexpr std::array<OptionSpec, 38> kOptions{{
     {"ssh_user", "", false, "", "User to log in as on every host"},
     {"forward_env", "", false, "NCCL_*,GLOO_*,TORCH_*,PYTHONPATH,OMP_NUM_THREADS,DDPRUN_PYTHON,"
      "DDPRUN_LOG_LEVEL", "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
+    // Hidden: what the launching ddprun gives the agents it starts over ssh (launcher/fanout/).
+    {"exit_on_stdin_eof", "", true, "0", "Internal: stdin closing stops this agent like SIGTERM"},
 }};
 
 std::string dashed(std::string text) {
@@ -118,8 +120,10 @@ Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
     if (shows_default) help += " [" + std::string(spec.default_text) + "]";
     cli[key] = spec.flag ? app.add_flag(names, flags[key], help)
                          : app.add_option(names, texts[key], help)->type_name("VALUE");
-    if (help.rfind("Not supported", 0) == 0 || key == "event_log_handler") {
-      cli[key]->group("");  // torchrun options ddprun only recognises to reject or ignore
+    if (help.rfind("Not supported", 0) == 0 || key == "event_log_handler" ||
+        help.rfind("Internal:", 0) == 0) {
+      // torchrun options ddprun only recognises to reject or ignore, and internal ones
+      cli[key]->group("");
     }
   }
 

@@ -45,8 +45,8 @@ std::string Job::pinned_rank_error(const NodeInfo& info,
   if (pinned_ranks_ && !node_rank) {
     return "node " + info.node_key + " joins job '" + run_id_ +
            "' without a node rank, but the job's nodes pin theirs (static rendezvous); pass "
-           "--rdzv-backend static --node-rank 0.." + std::to_string(config_.max_nodes - 1) +
-           " on every node, or use another --rdzv-id";
+           "--rdzv-backend static --node-rank 0.." +
+           std::to_string(config_.max_nodes - 1) + " on every node, or use another --rdzv-id";
   }
   if (!node_rank) return {};
   if (*node_rank >= config_.max_nodes) {
@@ -97,7 +97,10 @@ void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank,
     m.role = Role::kWaiting;
     ++waiting_count_;
     out.push_back({id, Joined{round_ + 1, true}});
-    if (state_ == State::kRunning && participant_count_ < config_.max_nodes) {
+    // Pinned ranks: a free rank while running means its node already succeeded and left;
+    // rerunning everyone for it would also reuse the restart count (and the workers'
+    // /worker/attempt_<n> keys on the static store), so the newcomer just waits.
+    if (state_ == State::kRunning && participant_count_ < config_.max_nodes && !pinned_ranks_) {
       begin_stop(StopReason::kNodeJoined, /*counts=*/false,
                  "node " + m.info.node_key + " joined; restarting to admit it", out);
     }

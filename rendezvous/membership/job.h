@@ -16,8 +16,10 @@
 // a waiting node's restart does not move it; max_restarts exhausted means the job fails.
 // Rank rule: ranks.h. Pinned ranks (static rendezvous, pinned_ranks): every JOIN names its
 // group rank; a JOIN without one, or naming a rank a present node holds, gets an ErrorEvent
-// (the job goes on without that node). Only the end of the job closes it: a node that leaves (SIGTERM,
-// closed connection, missed heartbeats) is a lost node, never a close.
+// (the job goes on without that node); a node joining a running pinned job (its rank's holder
+// succeeded and left) waits for the end instead of triggering a restart.
+// Only the end of the job closes it: a node that leaves (SIGTERM, closed connection, missed
+// heartbeats) is a lost node, never a close.
 #pragma once
 
 #include <cstdint>

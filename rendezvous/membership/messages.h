@@ -52,7 +52,7 @@ struct JoinRequest {
   // Static rendezvous (--node-rank): the group rank this node must get. A job is either all
   // pinned or all unpinned (its first JOIN decides); pinned needs min_nodes == max_nodes, a
   // rank below max_nodes, and no other present node holding the same rank.
-  std::optional<std::uint32_t> node_rank;
+  std::optional<std::uint32_t> node_rank{};
   bool operator==(const JoinRequest&) const = default;
 };
 struct Heartbeat {

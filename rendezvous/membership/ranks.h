@@ -25,7 +25,7 @@ struct RankCandidate {
   std::optional<std::uint32_t> prev_group_rank;  // set for survivors of the previous round
   std::uint64_t join_seq = 0;                    // unique within a job
   std::uint32_t local_world_size = 1;
-  std::optional<std::uint32_t> pinned_rank;  // static rendezvous: --node-rank
+  std::optional<std::uint32_t> pinned_rank{};  // static rendezvous: --node-rank
 };
 
 struct RankPlan {

@@ -57,8 +57,8 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   }
   auto [it, created] = jobs_.try_emplace(request.run_id);
   if (created) {
-    it->second.job = std::make_unique<Job>(request.run_id, request.config,
-                                           request.node_rank.has_value(), now);
+    it->second.job =
+        std::make_unique<Job>(request.run_id, request.config, request.node_rank.has_value(), now);
   } else if (it->second.job->state() != Job::State::kFinished) {
     const std::string diff = config_mismatch(request.config, it->second.job->config());
     if (!diff.empty()) {

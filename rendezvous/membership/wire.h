@@ -38,10 +38,10 @@
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
 //              i64 pid, i64 time, error_file str, message str
 //
-// Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR); every other push comes whenever the
-// job changes. TCPStore queries may share the connection: once it has sent a native request,
-// the daemon frames each TCPStore reply as push type 0x95 (rendezvous/framer.h), so pushes
-// and replies never get confused.
+// Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR); every other push
+// comes whenever the job changes. TCPStore queries may share the connection: once it has sent a
+// native request, the daemon frames each TCPStore reply as push type 0x95 (rendezvous/framer.h), so
+// pushes and replies never get confused.
 #pragma once
 
 #include <cstddef>

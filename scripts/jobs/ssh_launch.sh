@@ -4,17 +4,16 @@
 #
 #   scripts/jobs/ssh_launch.sh scripts/jobs/hostfile.example train.py --epochs 10
 #
-# STATUS: a hostfile (or --hosts) naming only this machine runs today, with its slots as the
-# worker count. Several hosts, or one remote host, stop with "multi-node launch is not
-# available yet" (exit 2) until multi-node rendezvous lands; the command needs no change then.
-#
-# What ddprun will do: start one agent per host with
+# ddprun probes every host (ssh ... HOST true, in parallel), hosts the rendezvous itself and
+# starts one agent per host with
 #   ssh -o BatchMode=yes [-p PORT] [-i KEY] [-l USER] -- HOST \
 #     "cd <this directory> && exec env NCCL_...=... <ddprun> <agent options> train.py ..."
 # where every word is shell-quoted (program arguments arrive byte for byte, nothing is
-# shell-injected), the launching ddprun hosts the rendezvous, and Ctrl-C stops every node.
+# shell-injected). Output lines read "[HOST] [default0]:...". Ctrl-C stops every node's agent
+# and workers; a lost ssh session stops that node's. The exit code is the job's.
 # The remote login shell must be POSIX (sh, bash, dash, zsh), and the working directory and
-# ddprun must exist at the same paths on every host (a shared file system).
+# ddprun must exist at the same paths on every host (a shared file system). A hostfile naming
+# only this machine runs here without ssh.
 set -euo pipefail
 
 HOSTFILE=${1:?usage: ssh_launch.sh HOSTFILE TRAIN_SCRIPT [ARGS...]}

@@ -80,5 +80,61 @@ TEST_CASE("rdzv settings: bad input names the problem", "[rdzv_settings]") {
   CHECK_THAT(message(c), Catch::Contains("join_timeout=-1"));
 }
 
+AgentConfig static_nodes(int nodes, int node_rank) {
+  AgentConfig c;
+  c.rdzv_backend = "static";
+  c.min_nodes = c.max_nodes = nodes;
+  c.node_rank = node_rank;
+  c.master_addr = "10.0.0.7";
+  c.master_port = 29511;
+  c.max_restarts = 2;
+  return c;
+}
+
+TEST_CASE("rdzv settings: static backend uses the master address and pins the rank",
+          "[rdzv_settings]") {
+  auto s = rdzv_settings(static_nodes(3, 2));
+  REQUIRE(s);
+  CHECK(s->host == "10.0.0.7");
+  CHECK(s->port == 29511);
+  CHECK(s->node_rank == 2u);
+  CHECK(s->is_host == false);
+  CHECK(s->config.min_nodes == 3);
+  CHECK(s->config.max_nodes == 3);
+  CHECK(s->config.max_restarts == 2);
+  auto zero = rdzv_settings(static_nodes(3, 0));
+  REQUIRE(zero);
+  CHECK(zero->is_host == true);
+  CHECK(zero->node_rank == 0u);
+
+  AgentConfig conf = static_nodes(2, 1);
+  conf.rdzv_conf = {{"join_timeout", "5"}, {"keep_alive_interval", "0.5"}};
+  auto c = rdzv_settings(conf);
+  REQUIRE(c);
+  CHECK(c->config.join_timeout == 5s);
+  CHECK(c->config.keep_alive_interval == 500ms);
+
+  CHECK_FALSE(rdzv_settings(two_nodes("h:1"))->node_rank.has_value());  // c10d: assigned
+}
+
+TEST_CASE("rdzv settings: static backend bad input names the fix", "[rdzv_settings]") {
+  auto message = [](AgentConfig c) {
+    auto s = rdzv_settings(c);
+    REQUIRE_FALSE(s);
+    CHECK(s.status().code() == ErrorCode::kInvalidArgument);
+    return s.status().message();
+  };
+  AgentConfig port0 = static_nodes(2, 1);
+  port0.master_port = 0;
+  CHECK_THAT(message(port0), Catch::Contains("--master-port PORT"));
+  CHECK_THAT(message(static_nodes(2, 2)), Catch::Contains("--node-rank 0..1"));
+  AgentConfig elastic = static_nodes(2, 0);
+  elastic.min_nodes = 1;
+  CHECK_THAT(message(elastic), Catch::Contains("elastic"));
+  AgentConfig host = static_nodes(2, 0);
+  host.rdzv_conf = {{"is_host", "true"}};
+  CHECK_THAT(message(host), Catch::Contains("drop is_host"));
+}
+
 }  // namespace
 }  // namespace ddp::agent

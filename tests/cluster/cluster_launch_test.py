@@ -129,24 +129,27 @@ class ClusterLaunchTest(unittest.TestCase):
         self.assertEqual(sorted(records), [0, 1])
         self.assertEqual(records[1]["env"]["TORCHELASTIC_RUN_ID"], "4711.pbs-server")
 
-    def test_pbs_two_hosts_launcher_pbs_is_refused(self):
+    def test_launcher_pbs_without_pbsdsh_is_refused(self):
+        # Two nodes: --launcher pbs fans out through pbsdsh, which this machine lacks.
         host = socket.gethostname()
         env = self.pbs([host, host, "other-node", "other-node"])
-        self.assert_refused(self.run_ddprun(["--launcher", "pbs"], env), "2-node pbs job",
-                            "multi-node launch is not available yet")
+        self.assert_refused(self.run_ddprun(["--launcher", "pbs"], env), "--launcher pbs",
+                            "pbsdsh")
 
     def test_hosts_localhost_runs_its_slots_here(self):
         records = self.records(self.run_ddprun(["--hosts", "localhost:3"], {}))
         self.assertEqual(sorted(records), [0, 1, 2])
         self.assertEqual(records[0]["cwd"], os.path.realpath(self.dir))
 
-    def test_hosts_and_hostfile_needing_other_machines_are_refused(self):
-        self.assert_refused(self.run_ddprun(["--hosts", "h1,h2:4"], {}),
-                            "--hosts names 2 hosts", "multi-node launch is not available yet")
+    def test_hosts_and_hostfile_needing_unknown_machines_are_refused(self):
+        # Fan-outs over ssh (tests/integration/fanout): hosts that do not resolve stop them
+        # before anything starts.
+        self.assert_refused(self.run_ddprun(["--hosts", "h1.invalid,h2.invalid:4"], {}),
+                            "h1.invalid")
         hostfile = os.path.join(self.dir, "hosts")
         with open(hostfile, "w") as f:
-            f.write("# cluster\nnode-a slots=4\nnode-b slots=4\n")
-        self.assert_refused(self.run_ddprun(["--hostfile", hostfile], {}), "2 hosts")
+            f.write("# cluster\nnode-a.invalid slots=4\nnode-b.invalid slots=4\n")
+        self.assert_refused(self.run_ddprun(["--hostfile", hostfile], {}), "node-a.invalid")
         with open(hostfile, "w") as f:
             f.write("node-a slots=4\nnode-a slots=2\n")
         self.assert_refused(self.run_ddprun(["--hostfile", hostfile], {}),

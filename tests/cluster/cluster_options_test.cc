@@ -1,6 +1,6 @@
 // The command line with cluster options and Slurm/PBS environments: which launch is planned,
 // what the scheduler's environment changes (a multi-node allocation's topology), explicit flags
-// winning, and multi-node launches from one process refused until they exist.
+// winning, and the fan-out plans of multi-node launches from one process (ssh, --launcher pbs).
 #include <catch2/catch.hpp>
 
 #include "launcher/gpu_inventory.h"
@@ -63,8 +63,6 @@ Machine pbs(const std::string& nodefile, const std::string& hostname = "n1.clust
   m.hostname = hostname;
   return m;
 }
-
-const char* kNotYet = "multi-node launch is not available yet";
 
 }  // namespace
 
@@ -187,11 +185,17 @@ TEST_CASE("PBS: one host runs here, several hosts run multi-node", "[cluster][op
   CHECK(inv.config.local_addr == "n2");
   CHECK(inv.config.rdzv_conf.at("is_host") == "0");
   CHECK(inv.config.run_id == "55.server");
-  // --launcher pbs (one process starting every agent) is not built yet.
-  std::string message = error({"--launcher", "pbs"}, pbs("n1\nn1\nn2\nn2\n", "n2"));
-  CHECK_THAT(message, Catch::Contains(kNotYet));
-  CHECK_THAT(message, Catch::Contains("--launcher pbs"));
-  CHECK_THAT(message, Catch::Contains("pbsdsh -u"));
+  // --launcher pbs: this one process starts every node's agent through pbsdsh.
+  inv = ok({"--launcher", "pbs", "--nproc-per-node", "3"}, pbs("n1\nn1\nn2\nn2\n", "n1"));
+  CHECK(inv.launch.kind == Kind::kPbs);
+  CHECK(inv.launch.fan_out);
+  REQUIRE(inv.launch.pbs_nodes.size() == 2);
+  CHECK(inv.launch.pbs_nodes[1].host == "n2");
+  CHECK(inv.launch.pbs_nodes[1].first_line == 2);
+  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.launch.nproc_per_node == "3");
+  CHECK(inv.config.run_id == "55.server");
+  CHECK(inv.launch.agent_args == std::vector<std::string>{"train.py"});
   CHECK_THAT(error({}, pbs("n1\n", "login")), Catch::Contains("'login' is not among"));
   Machine missing = pbs("n1\n");
   missing.files.clear();
@@ -212,16 +216,37 @@ TEST_CASE("ssh: one local host runs here with its slots", "[cluster][options]") 
   CHECK(ok({}, m).config.nproc_per_node == 4);
 }
 
-TEST_CASE("ssh: several or remote hosts are refused, bad host input is an error",
+TEST_CASE("ssh: several or remote hosts are a fan-out, bad host input is an error",
           "[cluster][options]") {
-  CHECK_THAT(error({"--hosts", "h1,h2:4"}), Catch::Contains("--hosts names 2 hosts"));
-  CHECK_THAT(error({"--hosts", "h1,h2:4"}), Catch::Contains(kNotYet));
-  CHECK_THAT(error({"--hosts", "gpu7"}), Catch::Contains("the remote host gpu7"));
-  CHECK_THAT(error({"--hosts", "gpu7"}), Catch::Contains("--hosts localhost:N"));
+  auto inv = ok({"--hosts", "h1,h2:4", "--max-restarts", "1", "--nproc-per-node", "2",
+                 "--rdzv-conf", "join_timeout=60", "--local-addr", "10.0.0.1"});
+  CHECK(inv.launch.kind == Kind::kSsh);
+  CHECK(inv.launch.fan_out);
+  CHECK(inv.config.rdzv_backend == "c10d");
+  CHECK(inv.config.min_nodes == 2);
+  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.run_id == "run-1234");  // random unless --rdzv-id
+  CHECK(inv.launch.nproc_per_node == "2");
+  // What the fan-out sets per node is not in agent_args; the rest is.
+  CHECK(inv.launch.agent_args == std::vector<std::string>{"--max-restarts=1", "train.py"});
+  inv = ok({"--hosts", "gpu7", "--rdzv-id", "mine", "--nnodes", "1:1"});
+  CHECK(inv.launch.fan_out);
+  CHECK(inv.config.run_id == "mine");
+  CHECK_FALSE(ok({"--hosts", "localhost:2"}).launch.fan_out);
+  CHECK_THAT(error({"--hosts", "localhost,h2"}), Catch::Contains("loopback name"));
+  CHECK_THAT(error({"--hosts", "h1,h2", "--standalone"}), Catch::Contains("--standalone"));
+  CHECK_THAT(error({"--hosts", "h1,h2", "--node-rank", "1", "--nnodes", "2"}),
+             Catch::Contains("--node-rank"));
+  CHECK_THAT(error({"--hosts", "h1,h2", "--rdzv-backend", "static"}),
+             Catch::Contains("drop --rdzv-backend"));
+  CHECK_THAT(error({"--hosts", "h1,h2", "--nnodes", "3"}), Catch::Contains("2 nodes"));
   Machine m;
-  m.files = {{"hf", "a slots=2\nb slots=x\n"}, {"two", "a\nb\n"}};
+  m.files = {{"hf", "a slots=2\nb slots=x\n"}, {"two", "a\nb slots=3\n"}};
   CHECK_THAT(error({"--hostfile", "hf"}, m), Catch::Contains("hf:2: 'slots=x'"));
-  CHECK_THAT(error({"--hostfile", "two"}, m), Catch::Contains("--hostfile names 2 hosts"));
+  inv = ok({"--hostfile", "two"}, m);
+  CHECK(inv.launch.fan_out);
+  CHECK(inv.launch.hosts.size() == 2);
+  CHECK(inv.launch.hosts[1].slots == 3);
   CHECK_THAT(error({"--hostfile", "nope"}, m), Catch::Contains("--hostfile nope: cannot open"));
   CHECK_THAT(error({"--hosts", "a", "--hostfile", "hf"}, m), Catch::Contains("give one of them"));
   CHECK_THAT(error({"--hosts", "a,a"}), Catch::Contains("listed twice"));

@@ -3,8 +3,9 @@ real ddprun: the Slurm script under a one-node Slurm environment (srun is a stan
 the command once, fake_bin/srun: no Slurm exists here), the PBS script under a one-host
 PBS_NODEFILE, and the ssh script with a hostfile naming this machine. The Slurm script also
 runs on two nodes (127.0.0.1 and 127.0.0.2, one agent each started by the stand-in srun, no
-rendezvous flags); the multi-node form of the others is refused with exit 2 and the "not
-available yet" message. The scripts also pass bash -n.
+rendezvous flags); the multi-node form of the others needs pbsdsh or reachable ssh hosts,
+which this machine lacks: refused with exit 2 before anything starts (tests/integration/fanout
+runs both for real). The scripts also pass bash -n.
 
 usage: job_scripts_test.py DDPRUN JOBS_DIR"""
 import glob
@@ -53,9 +54,9 @@ class JobScriptsTest(unittest.TestCase):
             found[int(record["env"]["RANK"])] = record
         return found
 
-    def assert_not_yet(self, result):
+    def assert_refused(self, result, fragment):
         self.assertEqual(result.returncode, 2, result.stderr)
-        self.assertIn("multi-node launch is not available yet", result.stderr)
+        self.assertIn(fragment, result.stderr)
         self.assertEqual(os.listdir(self.out), [])
 
     def nodefile(self, hosts):
@@ -86,9 +87,13 @@ class JobScriptsTest(unittest.TestCase):
         with socket.socket() as s:  # both "nodes" share this machine's ports
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
+        # The stand-in srun starts both agents at once, as srun does. A c10d agent that does
+        # not host makes one connect attempt today (see /work/notes/alloc.md), so this run
+        # uses the static backend (PET_RDZV_BACKEND: the allocation's topology is kept; its
+        # agents wait for node 0). tests/integration/allocation covers c10d.
         slurm = {"SLURM_JOB_ID": "8081", "SLURM_STEP_NODELIST": "127.0.0.[1-2]",
                  "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_GPUS": "0,1",
-                 "DDPRUN_RDZV_PORT": str(port)}
+                 "PET_RDZV_BACKEND": "static", "PET_MASTER_PORT": str(port)}
         records = self.records(self.run_script([os.path.join(JOBS, "slurm_job.sbatch")], slurm))
         self.assertEqual(sorted(records), [0, 1, 2, 3])
         for record in records.values():
@@ -103,10 +108,12 @@ class JobScriptsTest(unittest.TestCase):
         self.assertEqual(sorted(records), [0, 1])  # --nproc-per-node gpu: the 2 fake GPUs
         self.assertEqual(records[1]["env"]["TORCHELASTIC_RUN_ID"], "31.pbs")
 
-    def test_pbs_script_two_nodes_not_yet(self):
+    def test_pbs_script_two_nodes_needs_pbsdsh(self):
+        # --launcher pbs on two nodes fans out through pbsdsh (tests/integration/fanout runs
+        # it against a stand-in); here there is none, so nothing starts.
         host = socket.gethostname()
-        self.assert_not_yet(self.run_script([os.path.join(JOBS, "pbs_job.sh")],
-                                            self.nodefile([host, "other-node"])))
+        self.assert_refused(self.run_script([os.path.join(JOBS, "pbs_job.sh")],
+                                            self.nodefile([host, "other-node"])), "pbsdsh")
 
     def test_ssh_script_with_this_host_and_two_hosts(self):
         hostfile = os.path.join(self.dir, "hosts")
@@ -118,9 +125,10 @@ class JobScriptsTest(unittest.TestCase):
         self.assertEqual(records[2]["argv"], ["a b"])
         shutil.rmtree(self.out)
         os.makedirs(self.out)
-        self.assert_not_yet(self.run_script(
+        # The example's hosts do not exist here: refused before anything starts.
+        self.assert_refused(self.run_script(
             [os.path.join(JOBS, "ssh_launch.sh"), os.path.join(JOBS, "hostfile.example"),
-             WORKER], {}))
+             WORKER], {}), "gpu-node-1")
 
 
 if __name__ == "__main__":

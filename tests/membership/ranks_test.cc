@@ -42,5 +42,14 @@ TEST_CASE("nodes beyond max_nodes are left out in rank-rule order", "[ranks]") {
   CHECK(p.world_size == 2);
 }
 
+TEST_CASE("pinned ranks order the nodes, not joins or survivors", "[ranks]") {
+  // Static rendezvous: node rank 2 joined first and was rank 0 last round; pins rule.
+  std::vector<RankCandidate> c = {{1, 0u, 0, 2, 2u}, {2, {}, 1, 3, 0u}, {3, 1u, 2, 1, 1u}};
+  const RankPlan p = plan_ranks(c, 3);
+  CHECK(p.admitted == std::vector<NodeId>{2, 3, 1});
+  CHECK(p.rank_offset == std::vector<std::uint64_t>{0, 3, 4});
+  CHECK(p.world_size == 6);
+}
+
 }  // namespace
 }  // namespace ddp::membership

@@ -156,5 +156,20 @@ TEST_CASE("pinned ranks: a lost node fails the job for everyone, naming it", "[s
   CHECK(h.job().state() == Job::State::kFinished);
 }
 
+TEST_CASE("pinned ranks: a node taking the rank of one that succeeded and left waits", "[static]") {
+  StaticHarness h(2);
+  h.join_at(1, 0);
+  h.join_at(2, 1);
+  h.send(2, ReportSuccess{1});
+  h.send(2, Leave{"SIGTERM"});  // not a loss: its part is done
+  const Events joined = h.join_at(3, 1);
+  CHECK(only_for<Joined>(joined, 3) == Joined{2, true});
+  CHECK(of_type<StopWorkers>(joined).empty());  // no restart with the same restart count
+  CHECK(h.job().state() == Job::State::kRunning);
+  const Events e = h.send(1, ReportSuccess{1});
+  CHECK(only_for<JobFinished>(e, 1).exit_code == 0);
+  CHECK(only_for<JobFinished>(e, 3).exit_code == 0);
+}
+
 }  // namespace
 }  // namespace ddp::membership::test

@@ -146,8 +146,7 @@ TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]
   CHECK_THAT(decode_push(bad_code).error, Catch::Contains("error code 0"));
 }
 
-TEST_CASE("a JOIN without a node rank keeps its old bytes; with one it is JOIN_AT_RANK",
-          "[wire]") {
+TEST_CASE("a JOIN without a node rank keeps its old bytes; with one it is JOIN_AT_RANK", "[wire]") {
   JoinRequest join{"r", Config{}, NodeInfo{"k", "a", 1, 2}};
   const std::string plain = encode_request(join);
   CHECK(plain[0] == '\x80');
@@ -155,7 +154,7 @@ TEST_CASE("a JOIN without a node rank keeps its old bytes; with one it is JOIN_A
   const std::string pinned = encode_request(join);
   CHECK(pinned[0] == '\x86');
   CHECK(pinned.substr(1, plain.size() - 1) == plain.substr(1));  // the same fields, then ...
-  REQUIRE(pinned.size() == plain.size() + 4);                     // ... u32 node_rank
+  REQUIRE(pinned.size() == plain.size() + 4);                    // ... u32 node_rank
   std::uint32_t rank = 0;
   std::memcpy(&rank, pinned.data() + plain.size(), sizeof rank);
   CHECK(rank == 7);

@@ -497,10 +497,6 @@ class BadInputTest(unittest.TestCase):
         self.check(["unknown key 'colour'"], "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:1",
                    "--rdzv-conf", "colour=blue")
 
-    def test_static_backend_on_several_nodes_is_refused_clearly(self):
-        self.check(["static", "not available yet", "--rdzv-backend c10d"], "--rdzv-backend",
-                   "static", "--node-rank", "1", "--master-addr", "127.0.0.1")
-
     def test_bad_timeout_value(self):
         self.check(["join_timeout"], "--rdzv-backend", "c10d", "--rdzv-endpoint",
                    "127.0.0.1:1", "--rdzv-conf", "join_timeout=soon")

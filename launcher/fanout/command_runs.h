@@ -1,0 +1,27 @@
+// Runs a few short commands at once to completion, bounded by a deadline: the ssh probes of
+// every host and `pbsdsh --version` before a fan-out starts anything. Each command's stdin is
+// /dev/null; its stdout and stderr are captured together. A command still running at the
+// deadline has its process group SIGKILLed and counts as timed out.
+//
+// Threading: blocks the caller; runs its own io_context (call it before the fan-out's).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/exit_status.h"
+
+namespace ddp::fanout {
+
+struct CommandRun {
+  std::optional<agent::ExitStatus> exit;  // unset: it could not start or timed out
+  bool timed_out = false;
+  std::string output;  // stdout and stderr, interleaved as read
+};
+
+std::vector<CommandRun> run_commands(const std::vector<std::vector<std::string>>& commands,
+                                     std::chrono::milliseconds deadline);
+
+}  // namespace ddp::fanout

@@ -1,0 +1,267 @@
+#include "launcher/fanout/fanout.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "agent/rdzv_settings.h"
+#include "launcher/cluster/pbs_launch.h"
+#include "launcher/fanout/child_processes.h"
+#include "launcher/fanout/launch_checks.h"
+#include "launcher/fanout/local_address.h"
+#include "launcher/fanout/node_launches.h"
+#include "launcher/fanout/output_relay.h"
+#include "rendezvous/server.h"
+
+namespace ddp::fanout {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using Kind = launcher::LaunchPlan::Kind;
+
+constexpr int kUsageExit = 2;
+constexpr auto kStopMargin = 10s;      // beyond --shutdown-timeout before SIGTERM to ssh
+constexpr auto kKillAfter = 5s;        // SIGTERM to SIGKILL of the ssh/pbsdsh groups
+constexpr auto kFinishedLinger = 30s;  // job finished: the other agents exit by then
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "ddprun: error: %s\n", message.c_str());
+  return kUsageExit;
+}
+
+std::string first_node(const launcher::LaunchPlan& plan) {
+  return plan.kind == Kind::kPbs ? plan.pbs_nodes.front().host : plan.hosts.front().host;
+}
+
+std::string endpoint_of(const std::string& host, std::uint16_t port) {
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// The running fan-out: the daemon, the ssh/pbsdsh children, their output, signals, timers.
+class Fanout final : public agent::ProcessObserver {
+ public:
+  explicit Fanout(const launcher::Invocation& invocation)
+      : invocation_(invocation), children_(io_, *this), signals_(io_), grace_(io_), linger_(io_) {}
+
+  int run(const FanoutSite& site_template, std::uint16_t port,
+          std::optional<cluster::PbsFlavor> flavor) {
+    rdzv::ServerOptions options;
+    options.host = "";  // every interface: the nodes dial the advertised address
+    options.port = port;
+    auto server = rdzv::Server::start(io_, options);
+    if (!server) return usage_error("cannot host the rendezvous: " + server.status().message());
+    server_ = std::move(server).value();
+    FanoutSite site = site_template;
+    site.endpoint = endpoint_of(site.endpoint, server_->port());
+    auto launches = flavor ? pbs_launches(invocation_, site, *flavor, "pbsdsh")
+                           : ssh_launches(invocation_, site);
+    if (!launches) return usage_error(launches.status().message());
+    launches_ = std::move(launches).value();
+
+    for (int sig : invocation_.config.signals_to_handle) {
+      boost::system::error_code ec;
+      signals_.add(sig, ec);
+      if (ec) spdlog::warn("cannot handle signal {}: {}", sig, ec.message());
+    }
+    wait_signal();
+    std::string labels;
+    for (const auto& launch : launches_) labels += (labels.empty() ? "" : ", ") + launch.label;
+    spdlog::info("job {}: rendezvous on {} for {} node(s); starting the agents: {}",
+                 invocation_.config.run_id, site.endpoint, invocation_.config.max_nodes, labels);
+    for (std::size_t i = 0; i < launches_.size(); ++i) {
+      int id = static_cast<int>(i);
+      relay_.set_label(id, launches_[i].label);
+      auto pid = children_.spawn(id, launches_[i].argv, launches_[i].stdin_pipe);
+      if (!pid) {
+        spdlog::error("{}: {}", launches_[i].label, pid.status().message());
+        failed_start_ = true;
+        begin_stop(0);
+        break;
+      }
+      ++live_;
+    }
+    if (live_ == 0) return 1;
+    io_.run();
+    return exit_code_;
+  }
+
+  // agent::ProcessObserver
+  void on_output(int id, agent::StreamId stream, std::string_view bytes) override {
+    relay_.write(id, stream, bytes);
+  }
+  void on_output_end(int id, agent::StreamId stream) override { relay_.end(id, stream); }
+  void on_exit(int id, agent::ExitStatus status) override {
+    relay_.end(id, agent::StreamId::kStdout);
+    relay_.end(id, agent::StreamId::kStderr);
+    --live_;
+    const std::string& label = launches_[static_cast<std::size_t>(id)].label;
+    const membership::Job* job = finished_job();
+    if (status.ok() || job != nullptr || stopping_) {
+      spdlog::info("{}: {} ended with {}", label, launcher_name(), status.describe());
+    } else {
+      spdlog::warn(
+          "{}: {} ended with {} before the job finished{}", label, launcher_name(),
+          status.describe(),
+          status.code == 255 && status.signal == 0 ? " (ssh could not keep the session)" : "");
+    }
+    if (live_ == 0) return finish();
+    if (job != nullptr) {
+      if (!lingering_) {
+        lingering_ = true;
+        linger_.expires_after(kFinishedLinger);
+        linger_.async_wait([this](const boost::system::error_code& ec) {
+          if (!ec) begin_stop(0);
+        });
+      }
+      return;
+    }
+    // A node whose agent is gone for good: below the minimum node count the job cannot go on.
+    if (!stopping_ && live_nodes() < invocation_.config.min_nodes) {
+      spdlog::error("{} node(s) left, --nnodes needs at least {}: stopping every agent",
+                    live_nodes(), invocation_.config.min_nodes);
+      begin_stop(0);
+    }
+  }
+
+ private:
+  const char* launcher_name() const {
+    return invocation_.launch.kind == Kind::kPbs ? "pbsdsh" : "ssh";
+  }
+
+  // Nodes still served by a live ssh/pbsdsh (Torque's single pbsdsh serves them all).
+  int live_nodes() const {
+    if (launches_.size() == 1 && invocation_.launch.kind == Kind::kPbs) {
+      return live_ > 0 ? invocation_.config.max_nodes : 0;
+    }
+    return live_;
+  }
+
+  const membership::Job* finished_job() const {
+    if (!server_) return nullptr;
+    const membership::Job* job = server_->registry().find(invocation_.config.run_id);
+    return job != nullptr && job->state() == membership::Job::State::kFinished ? job : nullptr;
+  }
+
+  void wait_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (stopping_ && sig == SIGINT && stop_signal_ == SIGINT) {
+        spdlog::warn("second SIGINT: ending every {} session now", launcher_name());
+        signal_all(SIGTERM);
+      } else {
+        spdlog::warn("received {}: stopping every node's agent", agent::signal_name(sig));
+        if (stop_signal_ == 0) stop_signal_ = sig;
+        begin_stop(sig);
+      }
+      wait_signal();
+    });
+  }
+
+  // Asks every agent to stop, then escalates on a timer.
+  void begin_stop(int sig) {
+    if (stopping_) return;
+    stopping_ = true;
+    if (sig != 0) stop_signal_ = sig;
+    for (std::size_t i = 0; i < launches_.size(); ++i) children_.close_stdin(static_cast<int>(i));
+    // pbsdsh tasks have no stdin lifeline: ending the daemon stops their agents.
+    if (invocation_.launch.kind == Kind::kPbs && server_) server_->stop();
+    grace_.expires_after(invocation_.config.shutdown_timeout + kStopMargin);
+    grace_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      spdlog::warn("agents still running after the shutdown timeout: SIGTERM to {}",
+                   launcher_name());
+      signal_all(SIGTERM);
+      grace_.expires_after(kKillAfter);
+      grace_.async_wait([this](const boost::system::error_code& ec2) {
+        if (!ec2) signal_all(SIGKILL);
+      });
+    });
+  }
+
+  void signal_all(int sig) {
+    for (std::size_t i = 0; i < launches_.size(); ++i) {
+      children_.signal_group(static_cast<int>(i), sig);
+    }
+  }
+
+  void finish() {
+    const membership::Job* job = finished_job();
+    if (stop_signal_ != 0) {
+      exit_code_ = 128 + stop_signal_;
+    } else if (job != nullptr) {
+      exit_code_ = job->exit_code();
+      spdlog::info("job {} finished with exit code {}{}", invocation_.config.run_id, exit_code_,
+                   job->finish_reason().empty() ? "" : ": " + job->finish_reason());
+    } else {
+      exit_code_ = 1;
+      spdlog::error("job {} did not finish: {}", invocation_.config.run_id,
+                    failed_start_ ? "an agent could not be started"
+                                  : "the agents ended before it did (see above)");
+    }
+    boost::system::error_code ignored;
+    signals_.cancel(ignored);
+    grace_.cancel();
+    linger_.cancel();
+    if (server_) server_->stop();
+    io_.stop();
+  }
+
+  const launcher::Invocation& invocation_;
+  asio::io_context io_;
+  OutputRelay relay_;
+  ChildProcesses children_;
+  asio::signal_set signals_;
+  asio::steady_timer grace_;
+  asio::steady_timer linger_;
+  std::unique_ptr<rdzv::Server> server_;
+  std::vector<NodeLaunch> launches_;
+  int live_ = 0;
+  bool stopping_ = false;
+  bool lingering_ = false;
+  bool failed_start_ = false;
+  int stop_signal_ = 0;
+  int exit_code_ = 1;
+};
+
+}  // namespace
+
+int run(const launcher::Invocation& invocation, const FanoutProcess& process) {
+  const auto& plan = invocation.launch;
+  const auto& config = invocation.config;
+  // The agents' rendezvous settings, checked here so a mistake stops everything up front.
+  agent::AgentConfig check = config;
+  check.rdzv_endpoint = config.rdzv_endpoint.empty() ? "localhost" : config.rdzv_endpoint;
+  check.rdzv_conf["is_host"] = "false";
+  auto settings = agent::rdzv_settings(check);
+  if (!settings) return usage_error(settings.status().message());
+  std::uint16_t port = config.rdzv_endpoint.empty() ? 0 : settings->port;
+
+  std::string advertised = config.rdzv_endpoint.empty() ? config.local_addr : settings->host;
+  if (advertised.empty()) {
+    auto local = local_address_towards(first_node(plan));
+    if (!local) return usage_error(local.status().message());
+    advertised = *local;
+  }
+  std::optional<cluster::PbsFlavor> flavor;
+  if (plan.kind == Kind::kPbs) {
+    auto detected = find_pbs_flavor(process.env);
+    if (!detected) return usage_error(detected.status().message());
+    flavor = *detected;
+  } else if (Status s = probe_ssh_hosts(invocation); !s) {
+    return usage_error(s.message());
+  }
+  FanoutSite site{process.ddprun, process.cwd, advertised, process.env};
+  std::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher
+  Fanout fanout(invocation);
+  return fanout.run(site, port, flavor);
+}
+
+}  // namespace ddp::fanout

@@ -1,0 +1,109 @@
+#include "launcher/fanout/node_launches.h"
+
+#include "launcher/cluster/shell_quote.h"
+#include "launcher/cluster/ssh_command.h"
+
+namespace ddp::fanout {
+namespace {
+
+// --rdzv-conf as the user gave it, with is_host=false: the daemon is this ddprun's.
+std::string rdzv_conf(const agent::AgentConfig& config) {
+  std::string out;
+  for (const auto& [key, value] : config.rdzv_conf) {
+    if (key == "is_host") continue;
+    out += key + "=" + value + ",";
+  }
+  return out + "is_host=false";
+}
+
+std::vector<std::string> agent_argv(const launcher::Invocation& invocation, const FanoutSite& site,
+                                    const std::string& local_addr, int slots,
+                                    bool exit_on_stdin_eof) {
+  std::vector<std::string> argv{site.ddprun};
+  auto options = agent_options(invocation, site, local_addr, slots, exit_on_stdin_eof);
+  argv.insert(argv.end(), options.begin(), options.end());
+  const auto& rest = invocation.launch.agent_args;
+  argv.insert(argv.end(), rest.begin(), rest.end());
+  return argv;
+}
+
+}  // namespace
+
+std::vector<std::string> agent_options(const launcher::Invocation& invocation,
+                                       const FanoutSite& site, const std::string& local_addr,
+                                       int slots, bool exit_on_stdin_eof) {
+  const agent::AgentConfig& config = invocation.config;
+  std::vector<std::string> out = {
+      "--launcher=local",
+      "--nnodes=" + std::to_string(config.min_nodes) + ":" + std::to_string(config.max_nodes),
+      "--rdzv-backend=c10d",
+      "--rdzv-endpoint=" + site.endpoint,
+      "--rdzv-id=" + config.run_id,
+      "--rdzv-conf=" + rdzv_conf(config)};
+  if (slots > 0) {
+    out.push_back("--nproc-per-node=" + std::to_string(slots));
+  } else if (!invocation.launch.nproc_per_node.empty()) {
+    out.push_back("--nproc-per-node=" + invocation.launch.nproc_per_node);
+  }
+  if (!local_addr.empty()) out.push_back("--local-addr=" + local_addr);
+  if (exit_on_stdin_eof) out.push_back("--exit-on-stdin-eof");
+  return out;
+}
+
+Result<std::vector<NodeLaunch>> ssh_launches(const launcher::Invocation& invocation,
+                                             const FanoutSite& site) {
+  const auto& plan = invocation.launch;
+  auto env = cluster::forwarded_environment(plan.forward_env, site.env);
+  std::vector<NodeLaunch> launches;
+  for (const cluster::HostSlots& host : plan.hosts) {
+    auto argv = agent_argv(invocation, site, host.host, host.slots.value_or(0), true);
+    auto remote = cluster::remote_command_line(site.cwd, env, argv);
+    if (!remote) return remote.status();
+    auto ssh = cluster::ssh_argv(plan.ssh, host.host, *remote);
+    if (!ssh) return ssh.status();
+    launches.push_back({host.host, std::move(ssh).value(), true});
+  }
+  return launches;
+}
+
+Result<std::vector<std::string>> ssh_probe(const launcher::Invocation& invocation,
+                                           const std::string& host, int connect_timeout_s) {
+  cluster::SshSettings settings = invocation.launch.ssh;
+  // ssh takes the first value of an option: this one wins over the user's config files.
+  settings.command.insert(settings.command.end(),
+                          {"-o", "ConnectTimeout=" + std::to_string(connect_timeout_s)});
+  return cluster::ssh_argv(settings, host, "true");
+}
+
+Result<std::vector<NodeLaunch>> pbs_launches(const launcher::Invocation& invocation,
+                                             const FanoutSite& site, cluster::PbsFlavor flavor,
+                                             const std::string& pbsdsh) {
+  const auto& plan = invocation.launch;
+  auto patterns = cluster::parse_forward_env(cluster::kDefaultForwardEnv);
+  if (!patterns) return patterns.status();
+  auto env = cluster::forwarded_environment(*patterns, site.env);
+  std::vector<NodeLaunch> launches;
+  auto shell = [&](const std::string& local_addr) -> Result<std::vector<std::string>> {
+    auto remote = cluster::remote_command_line(site.cwd, env,
+                                               agent_argv(invocation, site, local_addr, 0, false));
+    if (!remote) return remote.status();
+    return std::vector<std::string>{"/bin/sh", "-c", *remote};
+  };
+  if (flavor == cluster::PbsFlavor::kTorque) {
+    // One `pbsdsh -u` for every node: each agent advertises its own hostname.
+    auto command = shell("");
+    if (!command) return command.status();
+    auto lines = cluster::pbsdsh_commands(flavor, plan.pbs_nodes, pbsdsh, *command);
+    launches.push_back({"pbsdsh", std::move(lines.front()), false});
+    return launches;
+  }
+  for (const cluster::PbsNode& node : plan.pbs_nodes) {
+    auto command = shell(node.host);
+    if (!command) return command.status();
+    auto lines = cluster::pbsdsh_commands(flavor, {node}, pbsdsh, *command);
+    launches.push_back({node.host, std::move(lines.front()), false});
+  }
+  return launches;
+}
+
+}  // namespace ddp::fanout
