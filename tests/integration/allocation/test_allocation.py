@@ -16,12 +16,14 @@ tests/cluster/real_slurm_test.py for what a real srun step sets). Usage:
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+import netns  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,48 +32,15 @@ DEADLINE_S = 60
 SCHEDULER_PREFIXES = ("SLURM_", "SLURMD_", "PBS_", "PET_", "DDPRUN_")
 
 
-def free_port():
-    # Loopback nodes share this machine's ports: the rendezvous port must be free and known
-    # before either agent starts (DDPRUN_RDZV_PORT); a tiny race with other programs.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(predicate, deadline_s, what):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.02)  # polling period of the condition, not a wait for an event
-    raise AssertionError("timed out waiting for " + what)
 
 
-class Agent:
+
+
+class Agent(OutputProcess):
     def __init__(self, tmp, name, argv, env):
-        self.out_path = os.path.join(tmp, name + ".out")
-        self.err_path = os.path.join(tmp, name + ".err")
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env,
-                                         stdin=subprocess.DEVNULL)
-
-    def wait(self, timeout=DEADLINE_S):
-        return self.proc.wait(timeout=timeout)
-
-    def read(self, path):
-        with open(path) as f:
-            return f.read()
-
-    def stdout(self):
-        return self.read(self.out_path)
-
-    def stderr(self):
-        return self.read(self.err_path)
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        super().__init__(tmp, name, argv, env, timeout=DEADLINE_S)
 
 
 class AllocationCase(unittest.TestCase):
@@ -252,37 +221,20 @@ class NetnsCase(AllocationCase):
 
     def setUp(self):
         super().setUp()
-        tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
-        self.ns = ["ddpaa" + tag, "ddpab" + tag]
-        self.veth = ["vaa" + tag, "vab" + tag]
-        self.created = []
+        self.hosts = None
         try:
-            for ns in self.ns:
-                self.ip("netns", "add", ns)
-                self.created.append(ns)
-            self.ip("link", "add", self.veth[0], "type", "veth", "peer", "name", self.veth[1])
-            for ns, veth, addr in zip(self.ns, self.veth, self.addrs):
-                self.ip("link", "set", veth, "netns", ns)
-                self.ip("-n", ns, "addr", "add", addr + "/24", "dev", veth)
-                self.ip("-n", ns, "link", "set", veth, "up")
-                self.ip("-n", ns, "link", "set", "lo", "up")
             subprocess.run(["unshare", "--uts", "true"], check=True, capture_output=True,
                            timeout=10)
-        except (OSError, subprocess.CalledProcessError) as e:
-            self.remove_namespaces()
+            self.hosts = netns.TwoHosts("da", self.addrs)
+        except (OSError, subprocess.CalledProcessError, netns.Unavailable) as e:
             self.skipTest("network/UTS namespaces unavailable here (%s); needs root" % e)
+        self.ns = self.hosts.ns
         self.addCleanup(self.remove_namespaces)
 
     def remove_namespaces(self):
         for a in self.agents:  # nothing may hold a namespace when it goes
             a.kill()
-        for ns in self.created:  # deleting a namespace deletes its end of the veth pair
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        self.created = []
-
-    @staticmethod
-    def ip(*args):
-        subprocess.run(["ip"] + list(args), check=True, capture_output=True, timeout=10)
+        self.hosts.remove()
 
     def prefix(self, node):
         # ip netns exec, unshare and sh all exec: the Popen pid is ddprun's.

@@ -27,6 +27,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+from procs import OutputProcess, wait_for  # noqa: E402
+
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_WORKER = os.path.join(HERE, "..", "multinode", "torch_allreduce.py")
@@ -35,13 +38,6 @@ PYTHON = "/usr/bin/python3"
 SSHD = "/usr/sbin/sshd"
 
 
-def wait_for(predicate, deadline_s, what):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.05)  # polling period of the condition, not a wait for an event
-    raise AssertionError("timed out waiting for " + what)
 
 
 def marked_processes(mark):
@@ -63,36 +59,11 @@ def marked_processes(mark):
     return found
 
 
-class Launcher:
+
+
+class Launcher(OutputProcess):
     def __init__(self, tmp, args, env):
-        self.out_path = os.path.join(tmp, "launcher.out")
-        self.err_path = os.path.join(tmp, "launcher.err")
-        self.out = open(self.out_path, "wb")
-        self.err = open(self.err_path, "wb")
-        self.proc = subprocess.Popen([DDPRUN] + args, stdout=self.out, stderr=self.err, env=env,
-                                     stdin=subprocess.DEVNULL, cwd=tmp)
-
-    def wait(self, timeout=90):
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            self.out.close()
-            self.err.close()
-
-    def stdout(self):
-        with open(self.out_path) as f:
-            return f.read()
-
-    def stderr(self):
-        with open(self.err_path) as f:
-            return f.read()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.out.close()
-        self.err.close()
+        super().__init__(tmp, "launcher", [DDPRUN] + args, env, cwd=tmp, timeout=90)
 
 
 class FanoutCase(unittest.TestCase):

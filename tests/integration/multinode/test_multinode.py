@@ -9,12 +9,15 @@ the endpoint is bindable there), the others join it. Usage:
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+import netns  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 DAEMON = None  # ddp-rendezvous, for StandaloneTest
@@ -25,53 +28,15 @@ PYTHON = "/usr/bin/python3"
 FAST_CONF = "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"
 
 
-def free_port():
-    # The endpoint port must be known to every agent before any starts; the host agent binds
-    # it right after (a tiny race with other programs, acceptable in a test).
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(predicate, deadline_s, what):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.02)  # polling period of the condition, not a wait for an event
-    raise AssertionError("timed out waiting for " + what)
 
 
-class Agent:
+
+
+class Agent(OutputProcess):
     def __init__(self, tmp, name, args, env):
-        self.out_path = os.path.join(tmp, name + ".out")
-        self.err_path = os.path.join(tmp, name + ".err")
-        self.out = open(self.out_path, "wb")
-        self.err = open(self.err_path, "wb")
-        self.proc = subprocess.Popen([DDPRUN] + args, stdout=self.out, stderr=self.err, env=env,
-                                     stdin=subprocess.DEVNULL)
-
-    def wait(self, timeout=30):
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            self.out.close()
-            self.err.close()
-
-    def stdout(self):
-        with open(self.out_path) as f:
-            return f.read()
-
-    def stderr(self):
-        with open(self.err_path) as f:
-            return f.read()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.out.close()
-        self.err.close()
+        super().__init__(tmp, name, [DDPRUN] + args, env, timeout=30)
 
 
 class MultiNodeCase(unittest.TestCase):
@@ -312,37 +277,16 @@ class NetnsTest(MultiNodeCase):
 
     def setUp(self):
         super().setUp()
-        tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
-        self.ns = ["ddpa" + tag, "ddpb" + tag]
-        self.veth = ["va" + tag, "vb" + tag]
         self.addrs = ["10.231.0.1", "10.231.0.2"]
-        self.created = []
         try:
-            for ns in self.ns:
-                self.ip("netns", "add", ns)
-                self.created.append(ns)
-            self.ip("link", "add", self.veth[0], "type", "veth", "peer", "name", self.veth[1])
-            for ns, veth, addr in zip(self.ns, self.veth, self.addrs):
-                self.ip("link", "set", veth, "netns", ns)
-                self.ip("-n", ns, "addr", "add", addr + "/24", "dev", veth)
-                self.ip("-n", ns, "link", "set", veth, "up")
-                self.ip("-n", ns, "link", "set", "lo", "up")
-        except (OSError, subprocess.CalledProcessError) as e:
-            self.remove_namespaces()
-            self.skipTest("network namespaces unavailable here (%s); needs root and netns" % e)
+            self.hosts = netns.TwoHosts("dm", self.addrs)
+        except netns.Unavailable as e:
+            self.skipTest(str(e))
+        self.ns = self.hosts.ns
 
     def tearDown(self):
         super().tearDown()
-        self.remove_namespaces()
-
-    def remove_namespaces(self):
-        for ns in self.created:  # deleting a namespace deletes its end of the veth pair
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        self.created = []
-
-    @staticmethod
-    def ip(*args):
-        subprocess.run(["ip"] + list(args), check=True, capture_output=True, timeout=10)
+        self.hosts.remove()
 
     def start_in(self, i, name, nproc, mode, **kwargs):
         # The agent runs inside namespace i: "ip netns exec NS ddprun ...".
@@ -387,7 +331,7 @@ class NetnsTest(MultiNodeCase):
         b_group = b_group.pop()
         cut = time.monotonic()
         cut_wall = time.time()
-        self.ip("-n", self.ns[1], "link", "set", self.veth[1], "down")
+        self.hosts.link_down(1)
         # The cut-off agent notices by itself: the daemon answers nothing for the budget
         # (0.2 s x 3), so b stops its workers and exits 1.
         self.assertEqual(b.wait(timeout=10), 1, b.stderr())

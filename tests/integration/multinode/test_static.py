@@ -13,8 +13,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+import netns  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,53 +29,15 @@ CONF = "keep_alive_interval=0.2,join_timeout=20"
 MASTER = "127.0.0.2"
 
 
-def free_port():
-    # The master port must be known to every agent before any starts; node rank 0 binds it
-    # right after (a tiny race with other programs, acceptable in a test).
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(predicate, deadline_s, what):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.02)  # polling period of the condition, not a wait for an event
-    raise AssertionError("timed out waiting for " + what)
 
 
-class Agent:
+
+
+class Agent(OutputProcess):
     def __init__(self, tmp, name, argv, env):
-        self.out_path = os.path.join(tmp, name + ".out")
-        self.err_path = os.path.join(tmp, name + ".err")
-        self.out = open(self.out_path, "wb")
-        self.err = open(self.err_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=self.err, env=env,
-                                     stdin=subprocess.DEVNULL)
-
-    def wait(self, timeout=40):
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            self.out.close()
-            self.err.close()
-
-    def stdout(self):
-        with open(self.out_path) as f:
-            return f.read()
-
-    def stderr(self):
-        with open(self.err_path) as f:
-            return f.read()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.out.close()
-        self.err.close()
+        super().__init__(tmp, name, argv, env, timeout=40)
 
 
 class StaticCase(unittest.TestCase):
@@ -346,37 +311,16 @@ class StaticNetnsTest(StaticCase):
 
     def setUp(self):
         super().setUp()
-        tag = "%d%d" % (os.getpid() % 10000, int(time.monotonic() * 1000) % 1000)
-        self.ns = ["dsa" + tag, "dsb" + tag]
-        self.veth = ["sa" + tag, "sb" + tag]
         self.addrs = ["10.232.0.1", "10.232.0.2"]
-        self.created = []
         try:
-            for ns in self.ns:
-                self.ip("netns", "add", ns)
-                self.created.append(ns)
-            self.ip("link", "add", self.veth[0], "type", "veth", "peer", "name", self.veth[1])
-            for ns, veth, addr in zip(self.ns, self.veth, self.addrs):
-                self.ip("link", "set", veth, "netns", ns)
-                self.ip("-n", ns, "addr", "add", addr + "/24", "dev", veth)
-                self.ip("-n", ns, "link", "set", veth, "up")
-                self.ip("-n", ns, "link", "set", "lo", "up")
-        except (OSError, subprocess.CalledProcessError) as e:
-            self.remove_namespaces()
-            self.skipTest("network namespaces unavailable here (%s); needs root and netns" % e)
+            self.hosts = netns.TwoHosts("ds", self.addrs)
+        except netns.Unavailable as e:
+            self.skipTest(str(e))
+        self.ns = self.hosts.ns
 
     def tearDown(self):
         super().tearDown()
-        self.remove_namespaces()
-
-    def remove_namespaces(self):
-        for ns in self.created:  # deleting a namespace deletes its end of the veth pair
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        self.created = []
-
-    @staticmethod
-    def ip(*args):
-        subprocess.run(["ip"] + list(args), check=True, capture_output=True, timeout=10)
+        self.hosts.remove()
 
     def test_two_namespaces_node_rank_1_first(self):
         self.master = self.addrs[0]
