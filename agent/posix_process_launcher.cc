@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/pipe_drain.h"
+
 namespace ddp::agent {
 
 namespace asio = boost::asio;
@@ -185,22 +187,12 @@ void PosixProcessLauncher::wait_readable(const std::shared_ptr<Child>& child, St
 }
 
 bool PosixProcessLauncher::read_available(const std::shared_ptr<Child>& child, StreamId stream) {
-  std::array<char, 65536> buffer;
   auto* d = child->stream(stream);
   if (!d->is_open()) return false;
-  // Bounded per wake-up so one chatty worker cannot starve the others.
-  for (int round = 0; round < 16; ++round) {
-    ssize_t n = ::read(d->native_handle(), buffer.data(), buffer.size());
-    if (n > 0) {
-      observer_.on_output(child->id, stream, std::string_view(buffer.data(), n));
-      if (child->released) return false;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    return false;  // EOF or a read error
-  }
-  return true;
+  return drain_pipe(d->native_handle(), [&](std::string_view bytes) {
+           observer_.on_output(child->id, stream, bytes);
+           return !child->released;
+         }) == PipeState::kOpen;
 }
 
 void PosixProcessLauncher::wait_for_sigchld() {

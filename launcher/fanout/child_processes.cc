@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agent/pipe_drain.h"
+
 extern char** environ;
 
 namespace ddp::fanout {
@@ -144,21 +146,12 @@ void ChildProcesses::wait_readable(const std::shared_ptr<Child>& child, StreamId
 }
 
 bool ChildProcesses::read_available(const std::shared_ptr<Child>& child, StreamId stream) {
-  std::array<char, 65536> buffer;
   auto* d = child->stream(stream);
   if (!d->is_open()) return false;
-  for (int round = 0; round < 16; ++round) {  // bounded: one chatty child cannot starve others
-    ssize_t n = ::read(d->native_handle(), buffer.data(), buffer.size());
-    if (n > 0) {
-      observer_.on_output(child->id, stream, std::string_view(buffer.data(), n));
-      if (child->released) return false;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    return false;  // EOF or a read error
-  }
-  return true;
+  return agent::drain_pipe(d->native_handle(), [&](std::string_view bytes) {
+           observer_.on_output(child->id, stream, bytes);
+           return !child->released;
+         }) == agent::PipeState::kOpen;
 }
 
 void ChildProcesses::wait_for_sigchld() {
