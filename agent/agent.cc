@@ -128,7 +128,6 @@ int run(const AgentConfig& config) {
     return 1;
   }
   if (is_multinode(config)) {
-    (*death_watch)->add_environment_mark("TORCHELASTIC_RUN_ID=" + setup->group.run_id);
     int code = run_multinode(config, *setup, **death_watch);
     if (!config.log_dir) remove_if_empty(setup->log_dir);
     return code;

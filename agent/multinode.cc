@@ -54,12 +54,15 @@ class Node final : public ProcessObserver {
         rejoin_timer_(io_) {}
 
   int run() {
-    if (!start_daemon() || !start_worker_store()) return 1;
-    // The death watch's environment match must not reach another agent's workers on the same
-    // machine (they share the run id and the rank-0 store's MASTER_PORT): mark this agent.
+    // The death watch's environment match must reach this agent's workers only: other jobs
+    // may share the run id (static jobs default to "none") and other agents of this job on
+    // the same machine share it too. So the agent's own mark goes in with the run id, before
+    // anything can fail (the watcher kills by the marks when this agent exits).
     std::string agent_mark = advertised_addr() + ":" + std::to_string(::getpid());
     setup_.base_env[kAgentVariable] = agent_mark;
     death_watch_.add_environment_mark(std::string(kAgentVariable) + "=" + agent_mark);
+    death_watch_.add_environment_mark("TORCHELASTIC_RUN_ID=" + setup_.group.run_id);
+    if (!start_daemon() || !start_worker_store()) return 1;
     for (int sig : config_.signals_to_handle) {
       boost::system::error_code ec;
       signals_.add(sig, ec);

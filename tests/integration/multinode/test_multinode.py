@@ -1,8 +1,9 @@
 """Multi-node c10d runs of the real ddprun on one machine.
 
 Each agent is a separate ddprun process advertising its own loopback address (127.0.0.x, all
-routed to lo on Linux), or, in NetnsTest, running in its own network namespace with its own
-IP on a veth pair; the first one started hosts the rendezvous in-process (is_host inference:
+routed to lo on Linux), or, in NetnsTest and the Netns* variants of RanksTest, FailureTest,
+ElasticTest and TorchTest (the same tests, InNamespaces), running in its own network namespace
+with its own IP on a veth pair; the first one started hosts the rendezvous in-process (is_host inference:
 the endpoint is bindable there), the others join it. Usage:
     test_multinode.py DDPRUN [TestClass]
 """
@@ -36,10 +37,20 @@ FAST_CONF = "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"
 
 class Agent(OutputProcess):
     def __init__(self, tmp, name, args, env):
-        super().__init__(tmp, name, [DDPRUN] + args, env, timeout=30)
+        super().__init__(tmp, name, args, env, timeout=30)
 
 
 class MultiNodeCase(unittest.TestCase):
+    # The two nodes' advertised addresses; InNamespaces moves them into network namespaces.
+    A = "127.0.0.2"
+    B = "127.0.0.3"
+
+    def node_prefix(self, addr):  # what runs an agent advertising `addr` on its node
+        return []
+
+    def node_env(self):  # variables every agent (and so every worker) gets
+        return {}
+
     def setUp(self):
         self.tmpdir = tempfile.TemporaryDirectory()
         self.tmp = self.tmpdir.name
@@ -57,13 +68,14 @@ class MultiNodeCase(unittest.TestCase):
     def start(self, name, addr, nproc, mode, nnodes="2", extra=(), env_extra=None,
               program=None, conf=FAST_CONF, prefix=(), run_id=None):
         env = dict(os.environ, MODE=mode, MARK_DIR=self.marks)
+        env.update(self.node_env())
         env.update(env_extra or {})
         args = ["--nnodes", nnodes, "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
                 "--rdzv-endpoint", "%s:%d" % (self.endpoint, self.port), "--rdzv-id", run_id or "job-" + self.id(),
                 "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5"]
         args += list(extra)
         args += program or ["--no-python", WORKER]
-        args = list(prefix) + args
+        args = list(prefix or self.node_prefix(addr)) + [DDPRUN] + args
         agent = Agent(self.tmp, name, args, env)
         self.agents.append(agent)
         return agent
@@ -85,8 +97,8 @@ class MultiNodeCase(unittest.TestCase):
 
 class RanksTest(MultiNodeCase):
     def check_world(self, nprocs):
-        a = self.start_host("a", "127.0.0.2", nprocs[0], "ok")
-        b = self.start("b", "127.0.0.3", nprocs[1], "ok")
+        a = self.start_host("a", self.A, nprocs[0], "ok")
+        b = self.start("b", self.B, nprocs[1], "ok")
         self.assertEqual(a.wait(), 0, a.stderr())
         self.assertEqual(b.wait(), 0, b.stderr())
         rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
@@ -114,8 +126,8 @@ class RanksTest(MultiNodeCase):
         master = rows[0]["MASTER"].split(":")[0]
         zero_out = a.stdout() if any(r["GROUP_RANK"] == "0"
                                      for r in self.env_lines(a.stdout())) else b.stdout()
-        self.assertIn(master, ("127.0.0.2", "127.0.0.3"))
-        self.assertEqual(master, "127.0.0.2" if zero_out == a.stdout() else "127.0.0.3")
+        self.assertIn(master, (self.A, self.B))
+        self.assertEqual(master, self.A if zero_out == a.stdout() else self.B)
 
     def test_two_by_two(self):
         self.check_world([2, 2])
@@ -131,8 +143,8 @@ class FailureTest(MultiNodeCase):
         return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
 
     def test_failure_on_one_node_stops_the_other_within_1s(self):
-        a = self.start_host("a", "127.0.0.2", 2, "fail_b")
-        b = self.start("b", "127.0.0.3", 2, "fail_b")
+        a = self.start_host("a", self.A, 2, "fail_b")
+        b = self.start("b", self.B, 2, "fail_b")
         code_a, code_b = a.wait(), b.wait()
         self.assertEqual(code_a, 3, a.stderr())
         self.assertEqual(code_b, 3, b.stderr())
@@ -154,8 +166,8 @@ class FailureTest(MultiNodeCase):
         self.assertRegex(ra, r"rank\s*:\s*2 \(local_rank: 0\)")
 
     def test_restart_is_job_global(self):
-        a = self.start_host("a", "127.0.0.2", 2, "fail_b", extra=["--max-restarts", "1"])
-        b = self.start("b", "127.0.0.3", 2, "fail_b", extra=["--max-restarts", "1"])
+        a = self.start_host("a", self.A, 2, "fail_b", extra=["--max-restarts", "1"])
+        b = self.start("b", self.B, 2, "fail_b", extra=["--max-restarts", "1"])
         self.assertEqual(a.wait(), 0, a.stderr())
         self.assertEqual(b.wait(), 0, b.stderr())
         rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
@@ -170,9 +182,9 @@ class ElasticTest(MultiNodeCase):
         env = {"SMALL": "2"}
         # A long last call: the first round forms at MAX (both nodes), never at MIN alone.
         conf = "last_call_timeout=30,keep_alive_interval=0.2,join_timeout=20"
-        a = self.start_host("a", "127.0.0.2", 2, "wait_big", nnodes="1:2", extra=extra,
+        a = self.start_host("a", self.A, 2, "wait_big", nnodes="1:2", extra=extra,
                             env_extra=env, conf=conf)
-        b = self.start("b", "127.0.0.3", 2, "wait_big", nnodes="1:2", extra=extra,
+        b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", extra=extra,
                        env_extra=env, conf=conf)
         wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
                  == 4, 20, "4 workers of round 1")
@@ -192,9 +204,9 @@ class ElasticTest(MultiNodeCase):
         extra = ["--max-restarts", "1"]
         env = {"SMALL": "2"}
         conf = "last_call_timeout=30,keep_alive_interval=0.2,join_timeout=20"
-        a = self.start_host("a", "127.0.0.2", 2, "wait_big", nnodes="1:2", extra=extra,
+        a = self.start_host("a", self.A, 2, "wait_big", nnodes="1:2", extra=extra,
                             env_extra=env, conf=conf)
-        b = self.start("b", "127.0.0.3", 2, "wait_big", nnodes="1:2", extra=extra,
+        b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", extra=extra,
                        env_extra=env, conf=conf)
         wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
                  == 4, 20, "4 workers of round 1")
@@ -224,11 +236,11 @@ class ElasticTest(MultiNodeCase):
     def test_scale_up_while_running_does_not_use_a_restart(self):
         env = {"SMALL": "2"}
         conf = "last_call_timeout=0.1,keep_alive_interval=0.2,join_timeout=20"
-        a = self.start_host("a", "127.0.0.2", 2, "wait_small", nnodes="1:2", env_extra=env,
+        a = self.start_host("a", self.A, 2, "wait_small", nnodes="1:2", env_extra=env,
                             conf=conf)
         wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
                  == 2, 20, "round 1 with node a alone")
-        b = self.start("b", "127.0.0.3", 2, "wait_small", nnodes="1:2", env_extra=env,
+        b = self.start("b", self.B, 2, "wait_small", nnodes="1:2", env_extra=env,
                        conf=conf)
         self.assertEqual(a.wait(), 0, a.stderr())  # --max-restarts 0: the join is free
         self.assertEqual(b.wait(), 0, b.stderr())
@@ -245,8 +257,8 @@ class TorchTest(MultiNodeCase):
     def test_gloo_allreduce_across_two_nodes(self):
         prog = [TORCH_WORKER]
         env = {"DDPRUN_PYTHON": PYTHON}
-        a = self.start_host("a", "127.0.0.2", 2, "ok", env_extra=env, program=prog)
-        b = self.start("b", "127.0.0.3", 2, "ok", env_extra=env, program=prog)
+        a = self.start_host("a", self.A, 2, "ok", env_extra=env, program=prog)
+        b = self.start("b", self.B, 2, "ok", env_extra=env, program=prog)
         self.assertEqual(a.wait(90), 0, a.stderr() + a.stdout())
         self.assertEqual(b.wait(90), 0, b.stderr() + b.stdout())
         sums = re.findall(r"allreduce rank (\d) of 4 sum (\S+)", a.stdout() + b.stdout())
@@ -259,11 +271,11 @@ class TorchTest(MultiNodeCase):
         prog = [TORCH_WORKER]
         env = {"DDPRUN_PYTHON": PYTHON, "WAIT_BELOW": "4"}
         conf = "last_call_timeout=0.1,keep_alive_interval=0.2,join_timeout=20"
-        a = self.start_host("a", "127.0.0.2", 2, "ok", nnodes="1:2", env_extra=env,
+        a = self.start_host("a", self.A, 2, "ok", nnodes="1:2", env_extra=env,
                             program=prog, conf=conf)
         wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("small.")])
                  == 2, 60, "the Gloo round of node a alone")
-        b = self.start("b", "127.0.0.3", 2, "ok", nnodes="1:2", env_extra=env, program=prog,
+        b = self.start("b", self.B, 2, "ok", nnodes="1:2", env_extra=env, program=prog,
                        conf=conf)
         self.assertEqual(a.wait(90), 0, a.stderr() + a.stdout())
         self.assertEqual(b.wait(90), 0, b.stderr() + b.stdout())
@@ -289,15 +301,8 @@ class NetnsTest(MultiNodeCase):
         self.hosts.remove()
 
     def start_in(self, i, name, nproc, mode, **kwargs):
-        # The agent runs inside namespace i: "ip netns exec NS ddprun ...".
-        global DDPRUN
-        saved = DDPRUN
-        DDPRUN = "ip"
-        try:
-            args_prefix = ["netns", "exec", self.ns[i], saved]
-            return self.start(name, self.addrs[i], nproc, mode, prefix=args_prefix, **kwargs)
-        finally:
-            DDPRUN = saved
+        return self.start(name, self.addrs[i], nproc, mode, prefix=self.hosts.exec_prefix(i),
+                          **kwargs)
 
     def test_two_namespaces_ranks_and_store(self):
         self.endpoint = self.addrs[0]
@@ -351,6 +356,43 @@ class NetnsTest(MultiNodeCase):
             self.assertLess(stopped_at - cut_wall, 0.6 + 0.2 + 1.5)
         last = [r for r in self.env_lines(a.stdout()) if r["RC"] == "1"]
         self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1])
+
+
+class InNamespaces:
+    """Runs a MultiNodeCase's tests with node A and node B each in its own network namespace
+    (own IP on a veth pair), the endpoint being A's address: real separate hosts."""
+
+    def setUp(self):
+        super().setUp()
+        try:
+            self.hosts = netns.TwoHosts("dn", ["10.233.0.2", "10.233.0.3"])
+        except netns.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(self.hosts.remove)
+        self.A, self.B = self.hosts.addrs
+        self.endpoint = self.A
+
+    def node_prefix(self, addr):
+        return self.hosts.exec_prefix(self.hosts.addrs.index(addr))
+
+    def node_env(self):  # Gloo must use the veth, not the hostname's address
+        return {"GLOO_SOCKET_IFNAME": netns.IFNAME}
+
+
+class NetnsRanksTest(InNamespaces, RanksTest):
+    pass
+
+
+class NetnsFailureTest(InNamespaces, FailureTest):
+    pass
+
+
+class NetnsElasticTest(InNamespaces, ElasticTest):
+    pass
+
+
+class NetnsTorchTest(InNamespaces, TorchTest):
+    pass
 
 
 class StandaloneTest(MultiNodeCase):

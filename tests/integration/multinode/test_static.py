@@ -293,6 +293,26 @@ class StaticBadInputTest(StaticCase):
         self.assertIn("port %d on %s is taken" % (self.port, self.master), err)
         self.assertIn("--master-port", err)
 
+    def test_an_agent_failing_at_start_leaves_another_jobs_workers_alone(self):
+        # Static jobs share the default run id "none": an agent of another job that fails
+        # before it runs anything (its port is taken) must not take this job's workers with
+        # it when its death watch fires.
+        a = self.start("a", 0, "127.0.0.2", 1, "wait_file")
+        b = self.start("b", 1, "127.0.0.3", 1, "wait_file")
+        wait_for(lambda: len(self.started()) == 2, 20, "the job's 2 workers")
+        job_port = self.port
+        with socket.socket() as s:
+            s.bind((self.master, 0))
+            s.listen()
+            self.port = s.getsockname()[1]
+            other = self.start("other", 0, "127.0.0.4", 1)
+            self.assertEqual(other.wait(), 1, other.stderr())
+        self.port = job_port
+        self.assertIn("is taken", other.stderr())
+        open(os.path.join(self.marks, "release"), "w").close()
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+
     def test_mismatched_nnodes_is_refused_and_the_job_goes_on(self):
         a = self.start("a", 0, "127.0.0.2", 1)
         wait_for(lambda: "joined job" in a.stderr(), 10, "node rank 0 to join")

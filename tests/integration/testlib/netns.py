@@ -5,6 +5,9 @@ import subprocess
 import time
 
 
+IFNAME = "ddp0"  # each host's end of the veth pair, renamed inside its namespace
+
+
 class Unavailable(Exception):
     """The kernel or the privileges refuse namespaces here: the test should skip."""
 
@@ -29,8 +32,9 @@ class TwoHosts:
             ip("link", "add", self.veth[0], "type", "veth", "peer", "name", self.veth[1])
             for ns, veth, addr in zip(self.ns, self.veth, self.addrs):
                 ip("link", "set", veth, "netns", ns)
-                ip("-n", ns, "addr", "add", addr + "/24", "dev", veth)
-                ip("-n", ns, "link", "set", veth, "up")
+                ip("-n", ns, "link", "set", veth, "name", IFNAME)
+                ip("-n", ns, "addr", "add", addr + "/24", "dev", IFNAME)
+                ip("-n", ns, "link", "set", IFNAME, "up")
                 ip("-n", ns, "link", "set", "lo", "up")
         except (OSError, subprocess.CalledProcessError) as e:
             self.remove()
@@ -43,7 +47,7 @@ class TwoHosts:
 
     def link_down(self, i):
         """Cuts host i off (its veth end down): a partition."""
-        ip("-n", self.ns[i], "link", "set", self.veth[i], "down")
+        ip("-n", self.ns[i], "link", "set", IFNAME, "down")
 
     def remove(self):
         for ns in self.created:
