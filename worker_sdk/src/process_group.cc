@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "ddp/host_allocator.h"
+
 namespace ddp {
 namespace {
 
@@ -94,6 +96,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<
 Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
   Result<WorkerEnv> env = parse_worker_env(options.lookup);
   if (!env) return env.status();
+  tune_host_allocator(options.lookup);  // batch tensors reuse heap blocks (host_allocator.h)
   Backend backend = resolve_backend(options.backend);
   if (backend == Backend::kNccl) {
     if (!built_with_nccl()) {
