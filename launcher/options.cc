@@ -2,11 +2,41 @@
 
 #include <limits>
 
+#include "launcher/gpu_inventory.h"
 #include "launcher/option_steps.h"
 #include "launcher/option_values.h"
 #include "launcher/raw_options.h"
 
 namespace ddp::launcher {
+namespace {
+
+bool may_fan_out(const RawOptions& raw) {
+  return raw.at("hosts").given || raw.at("hostfile").given || raw.at("launcher").text == "pbs";
+}
+
+// Stands in for the nodes' GPUs when a fan-out's agents will count their own: the worker
+// options are then checked for what they say, not against this machine.
+class NodesDecideInventory final : public GpuInventory {
+ public:
+  Result<int> physical_count() const override { return 1024; }
+  std::string source() const override { return "the nodes"; }
+};
+
+// Checks the worker options of a possible fan-out without this machine's GPUs; the nodes'
+// agents resolve them. Leaves placeholders in the config (the nodes get the options as written).
+Status check_workers_for_nodes(const RawOptions& raw, const LaunchEnvironment& environment,
+                               Invocation& out) {
+  NodesDecideInventory nodes;
+  LaunchEnvironment elsewhere = environment;
+  elsewhere.gpus = &nodes;
+  elsewhere.env.erase("CUDA_VISIBLE_DEVICES");
+  if (Status s = steps::resolve_workers(raw, elsewhere, out); !s) return s;
+  out.config.nproc_per_node = 1;
+  out.config.gpu_ids.clear();
+  return Status::ok();
+}
+
+}  // namespace
 
 Result<Invocation> parse_command_line(const std::vector<std::string>& args,
                                       const LaunchEnvironment& environment) {
@@ -23,9 +53,17 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
     return out;
   }
   if (Status s = steps::resolve_program(*raw, environment, out); !s) return s;
-  if (Status s = steps::resolve_workers(*raw, environment, out); !s) return s;
+  // A fan-out's agents count their own GPUs (--nproc-per-node gpu|auto and --gpu-ids reach
+  // them as written), so a launching machine without those GPUs (a login node) is no error
+  // then; when the workers run here, this machine's GPUs decide.
+  Status workers = steps::resolve_workers(*raw, environment, out);
+  if (!workers && !may_fan_out(*raw)) return workers;
+  if (!workers) {
+    if (Status s = check_workers_for_nodes(*raw, environment, out); !s) return s;
+  }
   if (Status s = steps::resolve_rendezvous(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_cluster(*raw, environment, out); !s) return s;
+  if (!workers && !out.launch.fan_out) return workers;
   if (Status s = steps::resolve_control(*raw, out); !s) return s;
   return out;
 }

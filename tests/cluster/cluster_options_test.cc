@@ -1,6 +1,7 @@
 // The command line with cluster options and Slurm/PBS environments: which launch is planned,
 // what the scheduler's environment changes (a multi-node allocation's topology), explicit flags
 // winning, and the fan-out plans of multi-node launches from one process (ssh, --launcher pbs).
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "launcher/gpu_inventory.h"
@@ -293,4 +294,22 @@ TEST_CASE("the new options are in --help in both spellings", "[cluster][options]
   }
   auto underscore = ok({"--hosts", "localhost", "--ssh_port", "2200"});
   CHECK(underscore.launch.ssh.port == 2200);
+}
+
+TEST_CASE("a fan-out from a machine without GPUs leaves GPU counting to the nodes",
+          "[cluster][options]") {
+  Machine login;  // no GPUs here
+  auto inv = ok({"--hosts", "h1,h2", "--nproc-per-node", "gpu"}, login);
+  CHECK(inv.launch.fan_out);
+  CHECK(inv.launch.nproc_per_node == "gpu");
+  inv = ok({"--hosts", "h1,h2", "--gpu-ids", "1,6"}, login);
+  CHECK(inv.launch.fan_out);
+  CHECK(std::find(inv.launch.agent_args.begin(), inv.launch.agent_args.end(), "--gpu-ids=1,6") !=
+        inv.launch.agent_args.end());
+  // Workers that run here still need this machine's GPUs.
+  CHECK_THAT(error({"--hosts", "localhost:2", "--nproc-per-node", "gpu"}, login),
+             Catch::Contains("gpu"));
+  CHECK_THAT(error({"--nproc-per-node", "gpu"}, login), Catch::Contains("gpu"));
+  CHECK_THAT(error({"--hosts", "h1,h2", "--nproc-per-node", "two"}, login),
+             Catch::Contains("two"));
 }
