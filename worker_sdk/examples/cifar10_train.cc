@@ -35,6 +35,8 @@ struct Flags {
   std::int64_t checkpoint_every = 0;
   int width = 16;
   int threads = 0;
+  std::size_t bucket_kib = 25 * 1024;  // DdpOptions::bucket_cap_bytes, in KiB
+  bool broadcast_buffers = true;
 };
 
 struct Dataset {
@@ -174,7 +176,8 @@ int run(const Flags& flags) {
                               std::to_string(state.step_in_epoch));
     }
   }
-  ddp::DistributedDataParallel<Net> model(net, ctx);
+  ddp::DistributedDataParallel<Net> model(
+      net, ctx, ddp::DdpOptions{flags.bucket_kib * 1024, flags.broadcast_buffers});
 
   const std::int64_t n = data.images.size(0);
   ddp::DistributedSampler sampler({.dataset_size = n,
@@ -256,6 +259,10 @@ int main(int argc, char** argv) {
                  "also checkpoint every N steps within an epoch (0: only at epoch ends)");
   app.add_option("--width", flags.width, "channels of the first stage")->check(CLI::PositiveNumber);
   app.add_option("--threads", flags.threads, "intra-op threads (0: OMP_NUM_THREADS/default)");
+  app.add_option("--bucket-kib", flags.bucket_kib, "gradient all-reduce bucket size in KiB")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("!--no-broadcast-buffers", flags.broadcast_buffers,
+               "do not broadcast rank 0's batch-norm statistics before each forward");
   CLI11_PARSE(app, argc, argv);
   return run(flags);
 }
