@@ -336,7 +336,7 @@ class Node final : public ProcessObserver {
   }
 
   void on_finished(const membership::JobFinished& f) {
-    if (f.root_cause) print_root_cause(*f.root_cause, f.reason);
+    if (f.root_cause && !config_.job_report_by_launcher) print_root_cause(*f.root_cause, f.reason);
     if (f.exit_code != 0 && !f.root_cause) spdlog::error("job failed: {}", f.reason);
     spdlog::info("job {} finished with exit code {}", setup_.group.run_id, f.exit_code);
     if (current_ != nullptr) current_->kill_now();

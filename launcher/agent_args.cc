@@ -11,9 +11,9 @@ constexpr std::array<std::string_view, 8> kLauncherOnly = {"launcher",     "host
                                                            "ssh_command",  "ssh_port",   "ssh_user",
                                                            "ssh_identity", "forward_env"};
 
-constexpr std::array<std::string_view, 8> kFanOutSets = {
-    "nnodes",    "nproc_per_node", "rdzv_backend", "rdzv_endpoint",
-    "rdzv_id",   "rdzv_conf",      "local_addr",   "exit_on_stdin_eof"};
+constexpr std::array<std::string_view, 9> kFanOutSets = {
+    "nnodes",    "nproc_per_node", "rdzv_backend",      "rdzv_endpoint",         "rdzv_id",
+    "rdzv_conf", "local_addr",     "exit_on_stdin_eof", "job_report_by_launcher"};
 
 }  // namespace
 

@@ -99,6 +99,11 @@ Status resolve_control(const RawOptions& raw, Invocation& out) {
       !s) {
     return s;
   }
+  if (Status s = take(raw.at("job_report_by_launcher"), flag(raw, "job_report_by_launcher"),
+                      config.job_report_by_launcher);
+      !s) {
+    return s;
+  }
   const RawValue& shutdown = raw.at("shutdown_timeout");
   if (Status s = take(shutdown, parse_seconds("--shutdown-timeout", shutdown.text),
                       config.shutdown_timeout);

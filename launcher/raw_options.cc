@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 39> kOptions{{
+constexpr std::array<OptionSpec, 40> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -63,6 +63,8 @@ constexpr std::array<OptionSpec, 39> kOptions{{
      "DDPRUN_LOG_LEVEL", "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
     // Hidden: what the launching ddprun gives the agents it starts over ssh (launcher/fanout/).
     {"exit_on_stdin_eof", "", true, "0", "Internal: stdin closing stops this agent like SIGTERM"},
+    {"job_report_by_launcher", "", true, "0",
+     "Internal: the launching ddprun prints the job's root cause, not this agent"},
 }};
 
 std::string dashed(std::string text) {

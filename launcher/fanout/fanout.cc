@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 
+#include "agent/error_report.h"
+#include "agent/failure_wire.h"
 #include "agent/rdzv_settings.h"
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/fanout/child_processes.h"
@@ -192,12 +194,22 @@ class Fanout final : public agent::ProcessObserver {
     }
   }
 
+  // The job's root-cause table, once for every node (its agents leave it to this process).
+  void print_root_cause(const membership::Failure& f, const std::string& reason) const {
+    std::string table =
+        agent::format_job_root_cause(agent::program_name(invocation_.config.worker_argv), f);
+    if (!reason.empty()) table += "job " + invocation_.config.run_id + ": " + reason + "\n";
+    std::fwrite(table.data(), 1, table.size(), stderr);
+    std::fflush(stderr);
+  }
+
   void finish() {
     const membership::Job* job = finished_job();
     if (stop_signal_ != 0) {
       exit_code_ = 128 + stop_signal_;
     } else if (job != nullptr) {
       exit_code_ = job->exit_code();
+      if (job->root_cause()) print_root_cause(*job->root_cause(), job->finish_reason());
       spdlog::info("job {} finished with exit code {}{}", invocation_.config.run_id, exit_code_,
                    job->finish_reason().empty() ? "" : ": " + job->finish_reason());
     } else {

@@ -47,6 +47,7 @@ std::vector<std::string> agent_options(const launcher::Invocation& invocation,
   }
   if (!local_addr.empty()) out.push_back("--local-addr=" + local_addr);
   if (exit_on_stdin_eof) out.push_back("--exit-on-stdin-eof");
+  out.push_back("--job-report-by-launcher");
   return out;
 }
 

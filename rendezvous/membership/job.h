@@ -74,6 +74,8 @@ class Job {
   // After kFinished: the exit code every node was told and why.
   std::int32_t exit_code() const { return exit_code_; }
   const std::string& finish_reason() const { return finish_reason_; }
+  // After kFinished: the failure every node was told is the root cause (none on success).
+  const std::optional<Failure>& root_cause() const { return root_cause_; }
   TimePoint finished_at() const { return finished_at_; }
   // Member and record visits made by loops so far: lets tests check that work per request
   // stays constant (a scan of all nodes per request would make a K-node job cost ~K^2).
@@ -141,6 +143,7 @@ class Job {
 
   std::int32_t exit_code_ = 0;
   std::string finish_reason_;
+  std::optional<Failure> root_cause_;
   TimePoint finished_at_{};
   mutable std::uint64_t visits_ = 0;
 };

@@ -198,6 +198,7 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
   state_ = State::kFinished;
   finished_at_ = now_;
   const std::optional<Failure> root = success ? std::nullopt : earliest_failure();
+  root_cause_ = root;
   exit_code_ = success ? 0 : failure_exit_code(root);
   finish_reason_ = success ? std::move(reason) : "failed: " + reason;
   if (notify) {

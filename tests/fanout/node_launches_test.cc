@@ -45,10 +45,12 @@ TEST_CASE("agent options: rendezvous, node count, slots, local address, stdin li
         std::vector<std::string>{"--launcher=local", "--nnodes=2:2", "--rdzv-backend=c10d",
                                  "--rdzv-endpoint=10.0.0.9:4000", "--rdzv-id=run-xyz",
                                  "--rdzv-conf=join_timeout=60,is_host=false", "--nproc-per-node=4",
-                                 "--local-addr=h1", "--exit-on-stdin-eof"});
+                                 "--local-addr=h1", "--exit-on-stdin-eof",
+                                 "--job-report-by-launcher"});
   // No slots: --nproc-per-node as written (each node resolves "gpu" itself).
   auto h2 = fanout::agent_options(inv, site(), "", 0, false);
-  CHECK(h2.back() == "--nproc-per-node=gpu");
+  CHECK(h2.end()[-2] == "--nproc-per-node=gpu");
+  CHECK(h2.back() == "--job-report-by-launcher");
 }
 
 TEST_CASE("ssh launches: one per host, quoted remote command, stdin kept", "[fanout]") {

@@ -26,6 +26,7 @@ TEST_CASE("exit barrier: everyone is told to exit 0 once the last node succeeds"
     CHECK_FALSE(f.root_cause);
   }
   CHECK(h.job().state() == Job::State::kFinished);
+  CHECK_FALSE(h.job().root_cause());
   CHECK(h.registry.next_deadline() == h.now + RegistryOptions{}.finished_retention);
 }
 

@@ -132,6 +132,10 @@ TEST_CASE("restarts exhausted: the job fails with the earliest failure across no
   CHECK(f1.exit_code == 128 + 9);
   CHECK_THAT(f1.reason, Catch::Contains("no restarts left"));
   CHECK(h.job().state() == Job::State::kFinished);
+  // The job keeps what every node was told, for a process embedding the daemon.
+  REQUIRE(h.job().root_cause());
+  CHECK(*h.job().root_cause() == *f1.root_cause);
+  CHECK(h.job().exit_code() == f1.exit_code);
 }
 
 TEST_CASE("fewer than MIN survivors: the job fails", "[restart]") {

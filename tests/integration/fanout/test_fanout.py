@@ -330,7 +330,14 @@ class SshTest(FanoutCase):
         launcher = self.start(args + ["--no-python", "/bin/sh", "-c", script],
                               GLOO_SOCKET_IFNAME="fan0")
         self.assertEqual(launcher.wait(60), 7, launcher.stderr())
-        self.assertIn("finished with exit code 7", launcher.stderr())
+        err = launcher.stderr()
+        self.assertIn("finished with exit code 7", err)
+        # The root-cause table once, from the launcher itself (not once per node, prefixed).
+        self.assertEqual(err.count("Root Cause (first observed failure)"), 1, err)
+        table = err[err.index("Root Cause (first observed failure)"):]
+        self.assertRegex(table, r"rank\s+: 2 ")
+        self.assertRegex(table, r"exitcode\s+: 7")
+        self.assertNotRegex(err, r"\] Root Cause")
         ranks = re.findall(r"^\[(\S+)\] \[default\d\]:rank (\d) of 3$", launcher.stdout(), re.M)
         self.assertEqual(sorted(r for _, r in ranks), ["0", "1", "2"], launcher.stdout())
         self.assertEqual(sorted(h for h, _ in ranks).count(self.addrs[1]), 2, ranks)
