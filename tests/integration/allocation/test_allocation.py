@@ -71,22 +71,27 @@ class AllocationCase(unittest.TestCase):
     def prefix(self, node):  # what runs ddprun on node `node`
         return []
 
-    def start_nodes(self, mode, args=("--nproc-per-node", "2"), host_first=True):
-        """One agent per node, no rendezvous flags. host_first: node 1 starts once node 0's
-        agent hosts the rendezvous. srun and pbsdsh start them at once, but a c10d agent that
-        does not host makes a single connect attempt today (agent/multinode.cc,
-        daemon_endpoint: retry_for is 0 for c10d), so a node 1 faster than node 0 exits 1
-        with "Connection refused"; see /work/notes/alloc.md. host_first=False: at once."""
-        for node in (0, 1):
+    def start_nodes(self, mode, args=("--nproc-per-node", "2"), order="host_first"):
+        """One agent per node, no rendezvous flags. order: "host_first" starts node 1 once node
+        0's agent hosts the rendezvous; "at_once" starts both at once, as srun and pbsdsh do;
+        "host_last" starts node 1 first and node 0 only once node 1 is retrying to reach the
+        rendezvous that node 0 will host. Returns the agents in node order."""
+        nodes = (1, 0) if order == "host_last" else (0, 1)
+        started = {}
+        for node in nodes:
             env = self.base_env(mode)
             env.update(self.node_env(node))
             argv = self.prefix(node) + [DDPRUN, "--shutdown-timeout", "5", *args,
                                         "--no-python", WORKER]
-            self.agents.append(Agent(self.tmp, "node%d" % node, argv, env))
-            if node == 0 and host_first:
-                wait_for(lambda: "hosting the rendezvous" in self.agents[0].stderr()
-                         or self.agents[0].proc.poll() is not None, 20, "node 0 to host")
-        return self.agents
+            started[node] = Agent(self.tmp, "node%d" % node, argv, env)
+            self.agents.append(started[node])
+            if node == 0 and order == "host_first":
+                wait_for(lambda: "hosting the rendezvous" in started[0].stderr()
+                         or started[0].proc.poll() is not None, 20, "node 0 to host")
+            if node == 1 and order == "host_last":
+                wait_for(lambda: "not reachable yet" in started[1].stderr()
+                         or started[1].proc.poll() is not None, 20, "node 1 to retry")
+        return [started[0], started[1]]
 
     @staticmethod
     def env_lines(text):
@@ -188,12 +193,23 @@ class SlurmLoopbackTest(AllocationCase):
     def test_failure_on_one_node_stops_the_other(self):
         self.check_failure_stops_the_other()
 
+    def test_a_node_started_before_the_host_waits_for_it(self):
+        # c10d: node 1's agent is up first and keeps trying the endpoint (read_timeout) until
+        # node 0's agent hosts the rendezvous there; then the job runs as usual.
+        a, b = self.start_nodes("ok", order="host_last")
+        self.assertIn("not reachable yet", b.stderr())
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        self.assertIn("hosting the rendezvous", a.stderr())
+        ranks = sorted(int(r["RANK"]) for agent in (a, b) for r in self.env_lines(agent.stdout()))
+        self.assertEqual(ranks, [0, 1, 2, 3])
+
     def test_static_backend_at_once_pins_group_rank_to_node_id(self):
         # --rdzv-backend static keeps the allocation's topology (node rank = SLURM_NODEID,
         # master = the first host); static agents wait for node 0, so both start at once.
         port = str(free_port())
         a, b = self.start_nodes("ok", args=("--rdzv-backend", "static", "--master-port", port,
-                                            "--nproc-per-node", "2"), host_first=False)
+                                            "--nproc-per-node", "2"), order="at_once")
         for node, agent in enumerate((a, b)):
             self.assertEqual(agent.wait(), 0, agent.stderr())
             rows = self.env_lines(agent.stdout())
@@ -205,7 +221,7 @@ class SlurmLoopbackTest(AllocationCase):
     def test_explicit_topology_flags_win(self):
         # --nnodes 1 on each: two independent single-node jobs, no rendezvous between them.
         a, b = self.start_nodes("ok", args=("--nnodes", "1", "--nproc-per-node", "1"),
-                                host_first=False)
+                                order="at_once")
         for agent in (a, b):
             self.assertEqual(agent.wait(), 0, agent.stderr())
             rows = self.env_lines(agent.stdout())
