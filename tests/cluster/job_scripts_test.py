@@ -87,13 +87,12 @@ class JobScriptsTest(unittest.TestCase):
         with socket.socket() as s:  # both "nodes" share this machine's ports
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        # The stand-in srun starts both agents at once, as srun does. A c10d agent that does
-        # not host makes one connect attempt today (see /work/notes/alloc.md), so this run
-        # uses the static backend (PET_RDZV_BACKEND: the allocation's topology is kept; its
-        # agents wait for node 0). tests/integration/allocation covers c10d.
+        # The stand-in srun starts both agents at once, as srun does; no rendezvous flags: the
+        # c10d rendezvous on the first node (127.0.0.1), which node 1 keeps trying to reach
+        # until node 0's agent hosts it. DDPRUN_RDZV_PORT: a free port instead of 29400.
         slurm = {"SLURM_JOB_ID": "8081", "SLURM_STEP_NODELIST": "127.0.0.[1-2]",
                  "SLURM_STEP_NUM_NODES": "2", "SLURM_STEP_GPUS": "0,1",
-                 "PET_RDZV_BACKEND": "static", "PET_MASTER_PORT": str(port)}
+                 "DDPRUN_RDZV_PORT": str(port)}
         records = self.records(self.run_script([os.path.join(JOBS, "slurm_job.sbatch")], slurm))
         self.assertEqual(sorted(records), [0, 1, 2, 3])
         for record in records.values():
