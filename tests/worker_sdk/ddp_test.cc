@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <mutex>
+#include <thread>
 
 #include "ddp/collectives.h"
 #include "ddp/data_parallel.h"
@@ -84,12 +85,14 @@ void check_against_reference(Results& results, Mlp& reference) {
   }
 }
 
-void run_one_step(std::size_t bucket_cap) {
+void run_one_step(std::size_t bucket_cap,
+                  std::size_t gather_max = ddp::ReducerOptions{}.gather_max_bytes) {
   Results results;
   auto nets = make_models(/*distinct=*/true);  // they differ until DDP broadcasts rank 0's
   ddp::testing::run_ranks(kWorld, [&](ddp::WorkerContext& ctx) {
     Mlp net = nets[static_cast<std::size_t>(ctx.rank())];
-    ddp::DistributedDataParallel<Mlp> model(net, ctx, {.bucket_cap_bytes = bucket_cap});
+    ddp::DistributedDataParallel<Mlp> model(
+        net, ctx, {.bucket_cap_bytes = bucket_cap, .gather_max_bytes = gather_max});
     if (bucket_cap < 1000)
       ddp::testing::expect(model.reducer().bucket_count() > 2, "several buckets");
     torch::optim::SGD opt(net->parameters(), 0.1);
@@ -114,6 +117,42 @@ TEST_CASE("ddp: one step equals single-process training on the whole batch (defa
 
 TEST_CASE("ddp: one step equals single-process training with many small buckets") {
   run_one_step(256);
+}
+
+TEST_CASE("ddp: one step equals single-process training with all-reduce only") {
+  run_one_step(25u * 1024u * 1024u, /*gather_max=*/0);
+  run_one_step(256, /*gather_max=*/0);
+}
+
+TEST_CASE("ddp: one step equals single-process training with gathered and all-reduced buckets") {
+  // Buckets of <= 256 B gather (3 ranks x 256 = 768), fc1.w's 512 B bucket all-reduces.
+  run_one_step(256, /*gather_max=*/3 * 256);
+}
+
+TEST_CASE("ddp: small CPU buckets gather, larger ones all-reduce, one rank never gathers") {
+  Mlp net = make_model(1);
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> groups(2);
+  auto hash = c10::make_intrusive<c10d::HashStore>();
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      groups[static_cast<std::size_t>(r)] =
+          ddp::make_gloo_group(hash, r, 2, std::chrono::seconds(10));
+    });
+  for (auto& t : ranks) t.join();
+  // Buckets: {fc2.w ... fc1.b} 480 B, {fc1.w} 512 B (see the next test case).
+  ddp::GradientReducer reducer(groups[0], net->parameters(),
+                               {.bucket_cap_bytes = 600, .gather_max_bytes = 2 * 500});
+  REQUIRE(reducer.bucket_count() == 2);
+  CHECK(reducer.bucket_gathers(0));
+  CHECK_FALSE(reducer.bucket_gathers(1));
+  ddp::GradientReducer never(groups[0], net->parameters(),
+                             {.bucket_cap_bytes = 600, .gather_max_bytes = 0});
+  CHECK_FALSE(never.bucket_gathers(0));
+  auto single = ddp::make_gloo_group(c10::make_intrusive<c10d::HashStore>(), 0, 1,
+                                     std::chrono::seconds(10));
+  ddp::GradientReducer alone(single, net->parameters(), {.bucket_cap_bytes = 600});
+  CHECK_FALSE(alone.bucket_gathers(0));
 }
 
 TEST_CASE("ddp: buckets hold parameters in reverse order and respect the cap") {

@@ -37,6 +37,7 @@ struct Flags {
   int threads = 0;
   std::size_t bucket_kib = 25 * 1024;  // DdpOptions::bucket_cap_bytes, in KiB
   bool broadcast_buffers = true;
+  std::size_t gather_max_kib = ddp::ReducerOptions{}.gather_max_bytes / 1024;
 };
 
 struct Dataset {
@@ -177,7 +178,9 @@ int run(const Flags& flags) {
     }
   }
   ddp::DistributedDataParallel<Net> model(
-      net, ctx, ddp::DdpOptions{flags.bucket_kib * 1024, flags.broadcast_buffers});
+      net, ctx, ddp::DdpOptions{.bucket_cap_bytes = flags.bucket_kib * 1024,
+                                   .broadcast_buffers = flags.broadcast_buffers,
+                                   .gather_max_bytes = flags.gather_max_kib * 1024});
 
   const std::int64_t n = data.images.size(0);
   ddp::DistributedSampler sampler({.dataset_size = n,
@@ -263,6 +266,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("!--no-broadcast-buffers", flags.broadcast_buffers,
                "do not broadcast rank 0's batch-norm statistics before each forward");
+  app.add_option("--gather-max-kib", flags.gather_max_kib,
+                 "reduce buckets of at most this many KiB x world size by all-gather + sum "
+                 "(0: always all-reduce)");
   CLI11_PARSE(app, argc, argv);
   return run(flags);
 }

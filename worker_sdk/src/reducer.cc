@@ -86,10 +86,16 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
     b.params.push_back(k);
     bytes += size;
   }
+  const auto world = static_cast<std::size_t>(group_->getSize());
   for (Bucket& b : buckets_) {
     std::int64_t total = b.offsets.back() + params_[b.params.back()].numel();
     b.flat = at::zeros({total}, b.flat.options().requires_grad(false));
     b.pending = b.params.size();
+    const std::size_t gathered_bytes = world * static_cast<std::size_t>(total) * b.flat.element_size();
+    b.by_gather = world > 1 && b.flat.is_cpu() && gathered_bytes <= options.gather_max_bytes;
+    if (b.by_gather) {
+      for (std::size_t r = 0; r < world; ++r) b.gathered.push_back(at::empty_like(b.flat));
+    }
   }
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
@@ -159,7 +165,12 @@ void GradientReducer::launch_ready_buckets_locked() {
 void GradientReducer::launch_locked(Bucket& bucket) {
   bucket.flat.div_(group_->getSize());
   std::vector<at::Tensor> io{bucket.flat};
-  bucket.work = group_->allreduce(io);
+  if (bucket.by_gather) {
+    std::vector<std::vector<at::Tensor>> out{bucket.gathered};
+    bucket.work = group_->allgather(out, io);
+  } else {
+    bucket.work = group_->allreduce(io);
+  }
   bucket.launched = true;
 }
 
@@ -180,6 +191,10 @@ void GradientReducer::finalize() {
   at::NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
     b.work->wait();
+    if (b.by_gather) {  // the same sum, in rank order, on every rank
+      b.flat.copy_(b.gathered[0]);
+      for (std::size_t r = 1; r < b.gathered.size(); ++r) b.flat.add_(b.gathered[r]);
+    }
     for (std::size_t i = 0; i < b.params.size(); ++i) {
       at::Tensor& p = params_[b.params[i]];
       at::Tensor avg = b.flat.narrow(0, b.offsets[i], p.numel()).view(p.sizes());

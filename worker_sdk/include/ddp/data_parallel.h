@@ -27,6 +27,7 @@ namespace ddp {
 struct DdpOptions {
   std::size_t bucket_cap_bytes = 25u * 1024u * 1024u;
   bool broadcast_buffers = true;
+  std::size_t gather_max_bytes = ReducerOptions{}.gather_max_bytes;  // see ReducerOptions
 };
 
 template <typename ModuleHolder>
@@ -39,7 +40,7 @@ class DistributedDataParallel {
     for (const auto& b : module_->buffers()) state.push_back(b);
     broadcast_tensors(group_, state, 0);
     reducer_ = std::make_unique<GradientReducer>(group_, module_->parameters(),
-                                                 ReducerOptions{options_.bucket_cap_bytes});
+                                                 ReducerOptions{options_.bucket_cap_bytes, options_.gather_max_bytes});
   }
   DistributedDataParallel(ModuleHolder module, const WorkerContext& ctx, DdpOptions options = {})
       : DistributedDataParallel(std::move(module), ctx.process_group(), options) {}

@@ -5,6 +5,11 @@
 // gradient accumulator copies the accumulated .grad into its bucket; when a bucket is full it
 // is divided by the world size and all-reduced asynchronously while backward continues.
 // Buckets are launched strictly in index order on every rank (collectives must match).
+// A small CPU bucket (world size x bucket bytes <= gather_max_bytes) is reduced by an
+// all-gather and a local sum in rank order instead of an all-reduce: one pass around the ring
+// instead of two, so half the message rounds, which is what small reductions pay for over
+// TCP (Gloo). Every rank sums the same tensors in the same order, so results stay
+// bit-identical across ranks.
 // At the end of backward an autograd-engine callback fills the slots of parameters that got
 // no gradient with zeros, launches what is left, waits, and writes the averages back to .grad
 // (defining .grad where it was undefined).
@@ -30,6 +35,9 @@ namespace ddp {
 
 struct ReducerOptions {
   std::size_t bucket_cap_bytes = 25u * 1024u * 1024u;  // PyTorch's default (25 MB)
+  // CPU buckets whose gathered size (world size x bucket bytes) is at most this are reduced
+  // by all-gather + local sum; 0: always all-reduce. CUDA buckets always all-reduce.
+  std::size_t gather_max_bytes = 1u << 20;
 };
 
 class GradientReducer {
@@ -47,6 +55,8 @@ class GradientReducer {
   // Number of buckets and the parameter indices of each (for tests and diagnostics).
   std::size_t bucket_count() const { return buckets_.size(); }
   std::vector<std::size_t> bucket_params(std::size_t bucket) const;
+  // Whether bucket `bucket` is reduced by all-gather + local sum (see gather_max_bytes).
+  bool bucket_gathers(std::size_t bucket) const { return buckets_.at(bucket).by_gather; }
   // Reductions completed since construction.
   std::int64_t reductions() const;
 
@@ -57,6 +67,8 @@ class GradientReducer {
     at::Tensor flat;
     std::size_t pending = 0;
     bool launched = false;
+    bool by_gather = false;
+    std::vector<at::Tensor> gathered;  // by_gather: one tensor per rank, filled by the work
     c10::intrusive_ptr<c10d::Work> work;
   };
   struct Slot {
