@@ -16,7 +16,7 @@ ddprun=$build/bin/ddprun
 python=${DDP_TEST_PYTHON:-/usr/bin/python3}
 torchrun=("$python" "$here/../launch/torchrun_compat.py")
 epochs=${EPOCHS:-4}
-samples=${SAMPLES:-4096}
+samples=${SAMPLES:-8192}
 batch_sizes=${BATCH:-64}
 repeat=${REPEAT:-2}
 for f in "$train" "$ddprun"; do
