@@ -149,8 +149,8 @@ TEST_CASE("ddp: small CPU buckets gather, larger ones all-reduce, one rank never
   ddp::GradientReducer never(groups[0], net->parameters(),
                              {.bucket_cap_bytes = 600, .gather_max_bytes = 0});
   CHECK_FALSE(never.bucket_gathers(0));
-  auto single = ddp::make_gloo_group(c10::make_intrusive<c10d::HashStore>(), 0, 1,
-                                     std::chrono::seconds(10));
+  auto single =
+      ddp::make_gloo_group(c10::make_intrusive<c10d::HashStore>(), 0, 1, std::chrono::seconds(10));
   ddp::GradientReducer alone(single, net->parameters(), {.bucket_cap_bytes = 600});
   CHECK_FALSE(alone.bucket_gathers(0));
 }

@@ -178,9 +178,10 @@ int run(const Flags& flags) {
     }
   }
   ddp::DistributedDataParallel<Net> model(
-      net, ctx, ddp::DdpOptions{.bucket_cap_bytes = flags.bucket_kib * 1024,
-                                   .broadcast_buffers = flags.broadcast_buffers,
-                                   .gather_max_bytes = flags.gather_max_kib * 1024});
+      net, ctx,
+      ddp::DdpOptions{.bucket_cap_bytes = flags.bucket_kib * 1024,
+                      .broadcast_buffers = flags.broadcast_buffers,
+                      .gather_max_bytes = flags.gather_max_kib * 1024});
 
   const std::int64_t n = data.images.size(0);
   ddp::DistributedSampler sampler({.dataset_size = n,

@@ -91,7 +91,8 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
     std::int64_t total = b.offsets.back() + params_[b.params.back()].numel();
     b.flat = at::zeros({total}, b.flat.options().requires_grad(false));
     b.pending = b.params.size();
-    const std::size_t gathered_bytes = world * static_cast<std::size_t>(total) * b.flat.element_size();
+    const std::size_t gathered_bytes =
+        world * static_cast<std::size_t>(total) * b.flat.element_size();
     b.by_gather = world > 1 && b.flat.is_cpu() && gathered_bytes <= options.gather_max_bytes;
     if (b.by_gather) {
       for (std::size_t r = 0; r < world; ++r) b.gathered.push_back(at::empty_like(b.flat));

@@ -39,8 +39,9 @@ class DistributedDataParallel {
     std::vector<at::Tensor> state = module_->parameters();
     for (const auto& b : module_->buffers()) state.push_back(b);
     broadcast_tensors(group_, state, 0);
-    reducer_ = std::make_unique<GradientReducer>(group_, module_->parameters(),
-                                                 ReducerOptions{options_.bucket_cap_bytes, options_.gather_max_bytes});
+    reducer_ = std::make_unique<GradientReducer>(
+        group_, module_->parameters(),
+        ReducerOptions{options_.bucket_cap_bytes, options_.gather_max_bytes});
   }
   DistributedDataParallel(ModuleHolder module, const WorkerContext& ctx, DdpOptions options = {})
       : DistributedDataParallel(std::move(module), ctx.process_group(), options) {}
