@@ -3,7 +3,6 @@
 
 #include <catch2/catch.hpp>
 #include <mutex>
-#include <thread>
 
 #include "ddp/collectives.h"
 #include "ddp/data_parallel.h"
@@ -131,24 +130,24 @@ TEST_CASE("ddp: one step equals single-process training with gathered and all-re
 
 TEST_CASE("ddp: small CPU buckets gather, larger ones all-reduce, one rank never gathers") {
   Mlp net = make_model(1);
-  std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> groups(2);
-  auto hash = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r)
-    ranks.emplace_back([&, r] {
-      groups[static_cast<std::size_t>(r)] =
-          ddp::make_gloo_group(hash, r, 2, std::chrono::seconds(10));
-    });
-  for (auto& t : ranks) t.join();
   // Buckets: {fc2.w ... fc1.b} 480 B, {fc1.w} 512 B (see the next test case).
-  ddp::GradientReducer reducer(groups[0], net->parameters(),
-                               {.bucket_cap_bytes = 600, .gather_max_bytes = 2 * 500});
-  REQUIRE(reducer.bucket_count() == 2);
-  CHECK(reducer.bucket_gathers(0));
-  CHECK_FALSE(reducer.bucket_gathers(1));
-  ddp::GradientReducer never(groups[0], net->parameters(),
-                             {.bucket_cap_bytes = 600, .gather_max_bytes = 0});
-  CHECK_FALSE(never.bucket_gathers(0));
+  std::size_t count = 0;
+  bool first_gathers = false, second_gathers = true, never_gathers = true;
+  ddp::testing::run_ranks(2, [&](ddp::WorkerContext& ctx) {
+    if (ctx.rank() != 0) return;
+    ddp::GradientReducer reducer(ctx.process_group(), net->parameters(),
+                                 {.bucket_cap_bytes = 600, .gather_max_bytes = 2 * 500});
+    count = reducer.bucket_count();
+    first_gathers = reducer.bucket_gathers(0);
+    second_gathers = reducer.bucket_gathers(1);
+    ddp::GradientReducer never(ctx.process_group(), net->parameters(),
+                               {.bucket_cap_bytes = 600, .gather_max_bytes = 0});
+    never_gathers = never.bucket_gathers(0);
+  });
+  REQUIRE(count == 2);
+  CHECK(first_gathers);
+  CHECK_FALSE(second_gathers);
+  CHECK_FALSE(never_gathers);
   auto single =
       ddp::make_gloo_group(c10::make_intrusive<c10d::HashStore>(), 0, 1, std::chrono::seconds(10));
   ddp::GradientReducer alone(single, net->parameters(), {.bucket_cap_bytes = 600});

@@ -93,8 +93,7 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
     b.pending = b.params.size();
     const std::size_t gathered_bytes =
         world * static_cast<std::size_t>(total) * b.flat.element_size();
-    b.by_gather = world > 1 && b.flat.is_cpu() && gathered_bytes <= options.gather_max_bytes;
-    if (b.by_gather) {
+    if (world > 1 && b.flat.is_cpu() && gathered_bytes <= options.gather_max_bytes) {
       for (std::size_t r = 0; r < world; ++r) b.gathered.push_back(at::empty_like(b.flat));
     }
   }
@@ -166,7 +165,7 @@ void GradientReducer::launch_ready_buckets_locked() {
 void GradientReducer::launch_locked(Bucket& bucket) {
   bucket.flat.div_(group_->getSize());
   std::vector<at::Tensor> io{bucket.flat};
-  if (bucket.by_gather) {
+  if (bucket.gathers()) {
     std::vector<std::vector<at::Tensor>> out{bucket.gathered};
     bucket.work = group_->allgather(out, io);
   } else {
@@ -192,7 +191,7 @@ void GradientReducer::finalize() {
   at::NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
     b.work->wait();
-    if (b.by_gather) {  // the same sum, in rank order, on every rank
+    if (b.gathers()) {  // the same sum, in rank order, on every rank
       b.flat.copy_(b.gathered[0]);
       for (std::size_t r = 1; r < b.gathered.size(); ++r) b.flat.add_(b.gathered[r]);
     }

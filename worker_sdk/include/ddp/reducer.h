@@ -56,7 +56,7 @@ class GradientReducer {
   std::size_t bucket_count() const { return buckets_.size(); }
   std::vector<std::size_t> bucket_params(std::size_t bucket) const;
   // Whether bucket `bucket` is reduced by all-gather + local sum (see gather_max_bytes).
-  bool bucket_gathers(std::size_t bucket) const { return buckets_.at(bucket).by_gather; }
+  bool bucket_gathers(std::size_t bucket) const { return buckets_.at(bucket).gathers(); }
   // Reductions completed since construction.
   std::int64_t reductions() const;
 
@@ -67,8 +67,8 @@ class GradientReducer {
     at::Tensor flat;
     std::size_t pending = 0;
     bool launched = false;
-    bool by_gather = false;
-    std::vector<at::Tensor> gathered;  // by_gather: one tensor per rank, filled by the work
+    std::vector<at::Tensor> gathered;  // reduced by all-gather: one tensor per rank, else empty
+    bool gathers() const { return !gathered.empty(); }
     c10::intrusive_ptr<c10d::Work> work;
   };
   struct Slot {
