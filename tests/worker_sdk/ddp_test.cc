@@ -85,13 +85,17 @@ void check_against_reference(Results& results, Mlp& reference) {
 }
 
 void run_one_step(std::size_t bucket_cap,
-                  std::size_t gather_max = ddp::ReducerOptions{}.gather_max_bytes) {
+                  std::size_t gather_max = ddp::ReducerOptions{}.gather_max_bytes,
+                  bool host_channel = true) {
   Results results;
   auto nets = make_models(/*distinct=*/true);  // they differ until DDP broadcasts rank 0's
   ddp::testing::run_ranks(kWorld, [&](ddp::WorkerContext& ctx) {
     Mlp net = nets[static_cast<std::size_t>(ctx.rank())];
-    ddp::DistributedDataParallel<Mlp> model(
-        net, ctx, {.bucket_cap_bytes = bucket_cap, .gather_max_bytes = gather_max});
+    ddp::DistributedDataParallel<Mlp> model(net, ctx,
+                                            {.bucket_cap_bytes = bucket_cap,
+                                             .gather_max_bytes = gather_max,
+                                             .host_channel = host_channel});
+    ddp::testing::expect(model.uses_host_channel() == host_channel, "host channel as asked");
     if (bucket_cap < 1000)
       ddp::testing::expect(model.reducer().bucket_count() > 2, "several buckets");
     torch::optim::SGD opt(net->parameters(), 0.1);
@@ -126,6 +130,11 @@ TEST_CASE("ddp: one step equals single-process training with all-reduce only") {
 TEST_CASE("ddp: one step equals single-process training with gathered and all-reduced buckets") {
   // Buckets of <= 256 B gather (3 ranks x 256 = 768), fc1.w's 512 B bucket all-reduces.
   run_one_step(256, /*gather_max=*/3 * 256);
+}
+
+TEST_CASE("ddp: one step equals single-process training with gathers on the process group") {
+  run_one_step(25u * 1024u * 1024u, ddp::ReducerOptions{}.gather_max_bytes, /*host_channel=*/false);
+  run_one_step(256, /*gather_max=*/3 * 256, /*host_channel=*/false);
 }
 
 TEST_CASE("ddp: small CPU buckets gather, larger ones all-reduce, one rank never gathers") {

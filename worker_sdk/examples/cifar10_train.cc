@@ -38,6 +38,7 @@ struct Flags {
   std::size_t bucket_kib = 25 * 1024;  // DdpOptions::bucket_cap_bytes, in KiB
   bool broadcast_buffers = true;
   std::size_t gather_max_kib = ddp::ReducerOptions{}.gather_max_bytes / 1024;
+  bool host_channel = true;  // DdpOptions::host_channel
 };
 
 struct Dataset {
@@ -181,7 +182,8 @@ int run(const Flags& flags) {
       net, ctx,
       ddp::DdpOptions{.bucket_cap_bytes = flags.bucket_kib * 1024,
                       .broadcast_buffers = flags.broadcast_buffers,
-                      .gather_max_bytes = flags.gather_max_kib * 1024});
+                      .gather_max_bytes = flags.gather_max_kib * 1024,
+                      .host_channel = flags.host_channel});
 
   const std::int64_t n = data.images.size(0);
   ddp::DistributedSampler sampler({.dataset_size = n,
@@ -197,10 +199,11 @@ int run(const Flags& flags) {
                                 " samples, fewer than --batch-size " +
                                 std::to_string(flags.batch_size) + "; lower --batch-size");
   }
-  ddp::log_rank0(ctx, "training on " + std::to_string(n) + " samples, " +
-                          std::to_string(ctx.world_size()) + " workers, " +
-                          std::to_string(batches) + " batches of " +
-                          std::to_string(flags.batch_size) + " per worker per epoch");
+  ddp::log_rank0(
+      ctx, "training on " + std::to_string(n) + " samples, " + std::to_string(ctx.world_size()) +
+               " workers, " + std::to_string(batches) + " batches of " +
+               std::to_string(flags.batch_size) + " per worker per epoch" +
+               (model.uses_host_channel() ? ", small collectives on the host channel" : ""));
 
   for (std::int64_t epoch = state.epoch; epoch < flags.epochs; ++epoch) {
     sampler.set_epoch(epoch);
@@ -270,6 +273,9 @@ int main(int argc, char** argv) {
   app.add_option("--gather-max-kib", flags.gather_max_kib,
                  "reduce buckets of at most this many KiB x world size by all-gather + sum "
                  "(0: always all-reduce)");
+  app.add_flag("!--no-host-channel", flags.host_channel,
+               "run small CPU collectives through the process group, not the synchronous "
+               "host channel");
   CLI11_PARSE(app, argc, argv);
   return run(flags);
 }

@@ -11,10 +11,12 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <csignal>
 #include <cstdlib>
 #include <sstream>
 
 #include "ddp/host_allocator.h"
+#include "gloo_devices.h"
 
 namespace ddp {
 namespace {
@@ -23,6 +25,8 @@ namespace {
 constexpr const char* kDefaultGroupPrefix = "default_pg";
 constexpr const char* kFirstGroupName = "0";
 constexpr const char* kInitBarrierKey = "store_based_barrier_key:1";
+// Keys of the host channel's full-mesh connect, beside the default group's "0/".
+constexpr const char* kHostChannelPrefix = "ddp_host_channel";
 
 c10::intrusive_ptr<c10d::Store> connect_store(const WorkerEnv& env,
                                               std::chrono::milliseconds timeout) {
@@ -58,8 +62,23 @@ bool built_with_nccl() {
 }
 
 WorkerContext::WorkerContext(WorkerEnv env, c10::intrusive_ptr<c10d::Store> store,
-                             c10::intrusive_ptr<c10d::ProcessGroup> group, Backend backend)
-    : env_(std::move(env)), store_(std::move(store)), group_(std::move(group)), backend_(backend) {}
+                             c10::intrusive_ptr<c10d::ProcessGroup> group, Backend backend,
+                             std::chrono::milliseconds timeout)
+    : env_(std::move(env)),
+      store_(std::move(store)),
+      group_(std::move(group)),
+      backend_(backend),
+      timeout_(timeout) {}
+
+std::shared_ptr<HostChannel> WorkerContext::host_channel() const {
+  std::lock_guard<std::mutex> lock(channel_mutex_);
+  if (!channel_) {
+    channel_ =
+        HostChannel::connect(c10::make_intrusive<c10d::PrefixStore>(kHostChannelPrefix, store_),
+                             env_.rank, env_.world_size, timeout_);
+  }
+  return channel_;
+}
 
 WorkerContext::~WorkerContext() = default;
 
@@ -70,25 +89,31 @@ c10::Device WorkerContext::device() const {
   return c10::Device(c10::DeviceType::CPU);
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                       int rank, int world_size,
-                                                       std::chrono::milliseconds timeout) {
-  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  // Like PyTorch: one device per interface in GLOO_SOCKET_IFNAME (comma separated), else the
-  // device for this host's name (falling back to loopback).
+namespace detail {
+
+std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices() {
+  std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
   const char* ifnames = std::getenv("GLOO_SOCKET_IFNAME");
   if (ifnames != nullptr && *ifnames != '\0') {
     std::stringstream list(ifnames);
     std::string name;
     while (std::getline(list, name, ',')) {
       if (!name.empty()) {
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
+        devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(name));
       }
     }
   }
-  if (options->devices.empty()) {
-    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-  }
+  if (devices.empty()) devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  return devices;
+}
+
+}  // namespace detail
+
+c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int world_size,
+                                                       std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  options->devices = detail::gloo_devices();
   options->threads = static_cast<int>(options->devices.size()) * 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
 }
@@ -97,6 +122,9 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
   Result<WorkerEnv> env = parse_worker_env(options.lookup);
   if (!env) return env.status();
   tune_host_allocator(options.lookup);  // batch tensors reuse heap blocks (host_allocator.h)
+  // Gloo writes with writev(): a peer that died must surface as an exception naming it, not
+  // as SIGPIPE killing this worker silently. Python workers get the same from the interpreter.
+  std::signal(SIGPIPE, SIG_IGN);
   Backend backend = resolve_backend(options.backend);
   if (backend == Backend::kNccl) {
     if (!built_with_nccl()) {
@@ -148,7 +176,7 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
                          " of " + std::to_string(env->world_size) + ": " + e.what());
   }
   return std::make_unique<WorkerContext>(std::move(*env), std::move(store), std::move(group),
-                                         backend);
+                                         backend, options.timeout);
 }
 
 }  // namespace ddp

@@ -58,8 +58,12 @@ void broadcast_tensors(const c10::intrusive_ptr<c10d::ProcessGroup>& group,
 }
 
 GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
-                                 std::vector<at::Tensor> params, ReducerOptions options)
-    : group_(std::move(group)), params_(std::move(params)), slots_(params_.size()) {
+                                 std::vector<at::Tensor> params, ReducerOptions options,
+                                 std::shared_ptr<HostChannel> channel)
+    : group_(std::move(group)),
+      channel_(std::move(channel)),
+      params_(std::move(params)),
+      slots_(params_.size()) {
   if (options.bucket_cap_bytes == 0) {
     throw std::invalid_argument("ReducerOptions::bucket_cap_bytes must be > 0");
   }
@@ -94,7 +98,14 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
     const std::size_t gathered_bytes =
         world * static_cast<std::size_t>(total) * b.flat.element_size();
     if (world > 1 && b.flat.is_cpu() && gathered_bytes <= options.gather_max_bytes) {
-      for (std::size_t r = 0; r < world; ++r) b.gathered.push_back(at::empty_like(b.flat));
+      if (channel_) {  // one [world, total] buffer the channel fills in place
+        at::Tensor all = at::empty({static_cast<std::int64_t>(world), total}, b.flat.options());
+        for (std::size_t r = 0; r < world; ++r)
+          b.gathered.push_back(all[static_cast<std::int64_t>(r)]);
+        b.channel_gather = channel_->prepare_allgather(b.flat, all);
+      } else {
+        for (std::size_t r = 0; r < world; ++r) b.gathered.push_back(at::empty_like(b.flat));
+      }
     }
   }
   for (std::size_t k = 0; k < params_.size(); ++k) {
@@ -164,6 +175,8 @@ void GradientReducer::launch_ready_buckets_locked() {
 
 void GradientReducer::launch_locked(Bucket& bucket) {
   bucket.flat.div_(group_->getSize());
+  bucket.launched = true;
+  if (bucket.channel_gather) return;  // runs on the host channel in finalize()
   std::vector<at::Tensor> io{bucket.flat};
   if (bucket.gathers()) {
     std::vector<std::vector<at::Tensor>> out{bucket.gathered};
@@ -171,7 +184,6 @@ void GradientReducer::launch_locked(Bucket& bucket) {
   } else {
     bucket.work = group_->allreduce(io);
   }
-  bucket.launched = true;
 }
 
 void GradientReducer::finalize() {
@@ -189,8 +201,13 @@ void GradientReducer::finalize() {
     launch_locked(b);
   }
   at::NoGradGuard no_grad;
+  // Host-channel gathers run here, on this thread, in bucket order on every rank, while the
+  // process group's all-reduces (if any) progress on its threads.
   for (Bucket& b : buckets_) {
-    b.work->wait();
+    if (b.channel_gather) b.channel_gather->run();
+  }
+  for (Bucket& b : buckets_) {
+    if (b.work) b.work->wait();
     if (b.gathers()) {  // the same sum, in rank order, on every rank
       b.flat.copy_(b.gathered[0]);
       for (std::size_t r = 1; r < b.gathered.size(); ++r) b.flat.add_(b.gathered[r]);

@@ -9,9 +9,12 @@
 //
 // At construction the parameters and buffers of rank 0 are copied to every rank. Before each
 // forward the buffers (e.g. batch-norm statistics) are broadcast from rank 0 unless
-// broadcast_buffers is false. The wrapper owns neither the group nor the context; the module
-// holder shares ownership of the module. Names of module() parameters carry no "module."
-// prefix, so checkpoints load into plain modules.
+// broadcast_buffers is false. Built from a WorkerContext on the CPU (Gloo) with more than one
+// rank, small gradient buckets and the buffer broadcasts go over the context's HostChannel
+// (created on first use, collectively) unless host_channel is false; built from a bare process
+// group, everything goes through the group. The wrapper owns neither the group nor the
+// context; the module holder shares ownership of the module. Names of module() parameters carry no
+// "module." prefix, so checkpoints load into plain modules.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -19,6 +22,7 @@
 #include <memory>
 #include <utility>
 
+#include "ddp/buffer_sync.h"
 #include "ddp/process_group.h"
 #include "ddp/reducer.h"
 
@@ -28,6 +32,8 @@ struct DdpOptions {
   std::size_t bucket_cap_bytes = 25u * 1024u * 1024u;
   bool broadcast_buffers = true;
   std::size_t gather_max_bytes = ReducerOptions{}.gather_max_bytes;  // see ReducerOptions
+  // Small CPU collectives over the context's synchronous HostChannel (see host_channel.h).
+  bool host_channel = true;
 };
 
 template <typename ModuleHolder>
@@ -35,27 +41,24 @@ class DistributedDataParallel {
  public:
   DistributedDataParallel(ModuleHolder module, c10::intrusive_ptr<c10d::ProcessGroup> group,
                           DdpOptions options = {})
-      : module_(std::move(module)), group_(std::move(group)), options_(options) {
-    std::vector<at::Tensor> state = module_->parameters();
-    for (const auto& b : module_->buffers()) state.push_back(b);
-    broadcast_tensors(group_, state, 0);
-    reducer_ = std::make_unique<GradientReducer>(
-        group_, module_->parameters(),
-        ReducerOptions{options_.bucket_cap_bytes, options_.gather_max_bytes});
-  }
+      : DistributedDataParallel(std::move(module), std::move(group), options, nullptr) {}
   DistributedDataParallel(ModuleHolder module, const WorkerContext& ctx, DdpOptions options = {})
-      : DistributedDataParallel(std::move(module), ctx.process_group(), options) {}
+      : DistributedDataParallel(std::move(module), ctx.process_group(), options,
+                                channel_for(ctx, options)) {}
 
   template <typename... Args>
   decltype(auto) forward(Args&&... args) {
     if (options_.broadcast_buffers && group_->getSize() > 1) {
       auto buffers = module_->buffers();
-      if (!buffers.empty()) broadcast_tensors(group_, buffers, 0);
+      if (!buffers.empty()) buffer_sync_->sync(buffers);
     }
     return module_->forward(std::forward<Args>(args)...);
   }
 
   ModuleHolder& module() { return module_; }
+  // Whether small collectives use the host channel, and how many buffer syncs did.
+  bool uses_host_channel() const { return channel_ != nullptr; }
+  const BufferSync& buffer_sync() const { return *buffer_sync_; }
   auto* operator->() { return module_.get(); }
   GradientReducer& reducer() { return *reducer_; }
 
@@ -78,10 +81,38 @@ class DistributedDataParallel {
   [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(*reducer_); }
 
  private:
+  DistributedDataParallel(ModuleHolder module, c10::intrusive_ptr<c10d::ProcessGroup> group,
+                          DdpOptions options, std::shared_ptr<HostChannel> channel)
+      : module_(std::move(module)),
+        group_(std::move(group)),
+        options_(options),
+        channel_(std::move(channel)) {
+    std::vector<at::Tensor> state = module_->parameters();
+    for (const auto& b : module_->buffers()) state.push_back(b);
+    broadcast_tensors(group_, state, 0);
+    reducer_ = std::make_unique<GradientReducer>(
+        group_, module_->parameters(),
+        ReducerOptions{options_.bucket_cap_bytes, options_.gather_max_bytes}, channel_);
+    buffer_sync_ = std::make_unique<BufferSync>(group_, channel_, 0);
+  }
+
+  // The context's channel when it pays: CPU (Gloo) ranks, more than one, channel wanted and
+  // built in. The same answer on every rank, so the collective first use is matched.
+  static std::shared_ptr<HostChannel> channel_for(const WorkerContext& ctx,
+                                                  const DdpOptions& options) {
+    if (!options.host_channel || !HostChannel::available() || ctx.world_size() < 2 ||
+        ctx.backend() != Backend::kGloo) {
+      return nullptr;
+    }
+    return ctx.host_channel();
+  }
+
   ModuleHolder module_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   DdpOptions options_;
+  std::shared_ptr<HostChannel> channel_;
   std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<BufferSync> buffer_sync_;
 };
 
 }  // namespace ddp

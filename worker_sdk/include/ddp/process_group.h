@@ -14,11 +14,13 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "common/status.h"
+#include "ddp/host_channel.h"
 #include "ddp/worker_env.h"
 
 namespace ddp {
@@ -42,7 +44,8 @@ bool built_with_nccl();
 class WorkerContext {
  public:
   WorkerContext(WorkerEnv env, c10::intrusive_ptr<c10d::Store> store,
-                c10::intrusive_ptr<c10d::ProcessGroup> group, Backend backend);
+                c10::intrusive_ptr<c10d::ProcessGroup> group, Backend backend,
+                std::chrono::milliseconds timeout = std::chrono::minutes(30));
   ~WorkerContext();
   WorkerContext(const WorkerContext&) = delete;
   WorkerContext& operator=(const WorkerContext&) = delete;
@@ -58,17 +61,25 @@ class WorkerContext {
   // The "default_pg"-prefixed store, shared with Python's default group.
   const c10::intrusive_ptr<c10d::Store>& store() const { return store_; }
   const c10::intrusive_ptr<c10d::ProcessGroup>& process_group() const { return group_; }
+  // The synchronous CPU channel (host_channel.h), connected on the first call: that first call
+  // is collective (every rank makes it at the same point). Throws std::runtime_error when
+  // connecting fails or HostChannel::available() is false. Thread-safe.
+  std::shared_ptr<HostChannel> host_channel() const;
 
  private:
   WorkerEnv env_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   Backend backend_;
+  std::chrono::milliseconds timeout_;
+  mutable std::mutex channel_mutex_;
+  mutable std::shared_ptr<HostChannel> channel_;
 };
 
 // Reads the environment, connects to the store and builds the process group. Expected failures
 // (bad environment, store unreachable within the timeout, NCCL requested but unavailable)
-// come back as a Status; the message says what to fix.
+// come back as a Status; the message says what to fix. Sets SIGPIPE to ignored, as the Python
+// interpreter does for torchrun's workers, so a vanished peer is an error, not a silent death.
 Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options = {});
 
 // Builds a Gloo group of `world_size` over an existing store (used by init; also for tests that

@@ -9,7 +9,9 @@
 // all-gather and a local sum in rank order instead of an all-reduce: one pass around the ring
 // instead of two, so half the message rounds, which is what small reductions pay for over
 // TCP (Gloo). Every rank sums the same tensors in the same order, so results stay
-// bit-identical across ranks.
+// bit-identical across ranks. When a HostChannel is given, those gathers run on it instead of
+// the process group: synchronously on the autograd thread at the end of backward, in bucket
+// order (they are small; the channel saves the process group's thread hand-offs).
 // At the end of backward an autograd-engine callback fills the slots of parameters that got
 // no gradient with zeros, launches what is left, waits, and writes the averages back to .grad
 // (defining .grad where it was undefined).
@@ -27,6 +29,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
 
+#include "ddp/host_channel.h"
+
 namespace torch::autograd {
 struct Node;
 }  // namespace torch::autograd
@@ -42,8 +46,10 @@ struct ReducerOptions {
 
 class GradientReducer {
  public:
+  // `channel` (may be null): where gathering buckets are reduced; its prepare calls happen
+  // here, so every rank must construct its reducer at the same point.
   GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<at::Tensor> params,
-                  ReducerOptions options);
+                  ReducerOptions options, std::shared_ptr<HostChannel> channel = nullptr);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -69,7 +75,8 @@ class GradientReducer {
     bool launched = false;
     std::vector<at::Tensor> gathered;  // reduced by all-gather: one tensor per rank, else empty
     bool gathers() const { return !gathered.empty(); }
-    c10::intrusive_ptr<c10d::Work> work;
+    std::unique_ptr<HostChannel::Prepared> channel_gather;  // set: gathered on the channel
+    c10::intrusive_ptr<c10d::Work> work;                    // process-group work, if any
   };
   struct Slot {
     std::size_t bucket = 0;
@@ -83,6 +90,7 @@ class GradientReducer {
   void finalize();
 
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::shared_ptr<HostChannel> channel_;
   std::vector<at::Tensor> params_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
