@@ -7,7 +7,8 @@
 #
 #   bench/training/run.sh [BUILD_DIR]   (default: build)   env: EPOCHS, SAMPLES, BATCH, REPEAT
 #   BATCH may list several per-worker batch sizes ("64 128 256"): one table each.
-# samples/s = mean over epochs 2..EPOCHS (epoch 1 warms up), best of REPEAT runs.
+# samples/s = mean over epochs 2..EPOCHS (epoch 1 warms up); per cell the best of REPEAT
+# rounds, and for the scaling also the median of the rounds' own 1 -> 2 worker ratios.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
@@ -23,54 +24,71 @@ for f in "$train" "$ddprun"; do
   [[ -x $f ]] || { echo "missing $f: build the cifar10_train and ddprun targets first" >&2; exit 1; }
 done
 
-# run_group cpp|py|pytuned WORKERS : prints the mean samples/s of rank 0's epochs 2..N.
+# run_group cpp|cppnochan|py|pytuned WORKERS : prints the mean samples/s of rank 0's epochs 2..N.
+# cppnochan: the C++ example with --no-host-channel (every collective through the process group).
 # pytuned: Python with the glibc malloc settings the worker SDK applies itself
 # (worker_sdk/include/ddp/host_allocator.h), for a like-for-like comparison.
 run_group() {
   local kind=$1 n=$2
   local out; out=$(mktemp)
-  local cmd malloc=()
-  if [[ $kind == cpp ]]; then
+  local cmd malloc=() extra=()
+  if [[ $kind == cpp* ]]; then
     cmd=("$ddprun" --standalone --nproc-per-node "$n" --no-python "$train")
+    [[ $kind == cppnochan ]] && extra=(--no-host-channel)
   else
     cmd=("${torchrun[@]}" --standalone --nproc_per_node "$n" "$here/cifar10_ddp.py")
     [[ $kind == pytuned ]] && malloc=(MALLOC_MMAP_THRESHOLD_=67108864 MALLOC_TRIM_THRESHOLD_=268435456)
   fi
-  env OMP_NUM_THREADS=1 "${malloc[@]}" "${cmd[@]}" "${args[@]}" >"$out" 2>"$out.err" || { cat "$out" "$out.err" >&2; exit 1; }
+  env OMP_NUM_THREADS=1 "${malloc[@]}" "${cmd[@]}" "${args[@]}" "${extra[@]}" >"$out" 2>"$out.err" || { cat "$out" "$out.err" >&2; exit 1; }
   awk '/(^|]:)epoch [0-9]/ { n++; if (n > 1) { s += $NF; k++ } } END { printf "%.1f", s / k }' "$out"
   rm -f "$out" "$out.err"
 }
-
-max() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a) ? b : a }'; }
 
 # measure_batch B: one table for per-worker batch size B.
 measure_batch() {
   local batch=$1
   args=(--epochs "$epochs" --synthetic-samples "$samples" --batch-size "$batch")
-  # Interleaved (C++ 1, Python 1, tuned Python 1, then the same with 2 workers) per round so both see the same machine
-  # load; the best of REPEAT rounds is kept for each cell.
-  cpp1=0 cpp2=0 py1=0 py2=0 pt1=0 pt2=0
+  # Each round runs every cell once, each program's 1-worker run right before its 2-worker
+  # run(s), so a pair sees the same machine; the VM's speed drifts by +-10 % over minutes.
+  # Reported: the best of REPEAT rounds for each cell, the scaling of those bests, and the
+  # median over rounds of each round's own scaling (2 workers / (2 x 1 worker)).
+  local c1=() c2=() n2=() p1=() p2=() t1=() t2=()
   load_before=$(cut -d' ' -f1 /proc/loadavg)
   for ((i = 0; i < repeat; i++)); do
-    cpp1=$(max "$cpp1" "$(run_group cpp 1)")
-    py1=$(max "$py1" "$(run_group py 1)")
-    pt1=$(max "$pt1" "$(run_group pytuned 1)")
-    cpp2=$(max "$cpp2" "$(run_group cpp 2)")
-    py2=$(max "$py2" "$(run_group py 2)")
-    pt2=$(max "$pt2" "$(run_group pytuned 2)")
+    c1+=("$(run_group cpp 1)")
+    c2+=("$(run_group cpp 2)")
+    n2+=("$(run_group cppnochan 2)")
+    p1+=("$(run_group py 1)")
+    p2+=("$(run_group py 2)")
+    t1+=("$(run_group pytuned 1)")
+    t2+=("$(run_group pytuned 2)")
   done
   load_after=$(cut -d' ' -f1 /proc/loadavg)
 
-  awk -v c1="$cpp1" -v c2="$cpp2" -v p1="$py1" -v p2="$py2" -v t1="$pt1" -v t2="$pt2" -v b="$batch" -v s="$samples" \
-    -v n="$(nproc)" -v lb="$load_before" -v la="$load_after" 'BEGIN {
+  awk -v c1="${c1[*]}" -v c2="${c2[*]}" -v n2="${n2[*]}" -v p1="${p1[*]}" -v p2="${p2[*]}" \
+    -v t1="${t1[*]}" -v t2="${t2[*]}" -v b="$batch" -v s="$samples" -v r="$repeat" \
+    -v n="$(nproc)" -v lb="$load_before" -v la="$load_after" '
+  function best(list,   a, k, m, i) { k = split(list, a, " "); m = 0
+    for (i = 1; i <= k; i++) if (a[i] + 0 > m) m = a[i] + 0
+    return m }
+  function median_scaling(one, two,   a, c, k, i, j, t, v) { k = split(one, a, " "); split(two, c, " ")
+    for (i = 1; i <= k; i++) v[i] = c[i] / (2 * a[i])
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+    return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2 }
+  function row(name, one, two) {
+    printf "| %s | %.1f | %.1f | %.0f%% | %.0f%% |\n", name, best(one), best(two),
+           100 * best(two) / (2 * best(one)), 100 * median_scaling(one, two) }
+  BEGIN {
     printf "CIFAR-10-shaped ResNet-style model, %d synthetic samples, batch %d per worker, 1 thread per worker\n\n", s, b
-    printf "| program | 1 worker (samples/s) | 2 workers (samples/s) | scaling 1->2 (%% of ideal) |\n"
-    printf "|---|---|---|---|\n"
-    printf "| C++ worker SDK (cifar10_train) under ddprun | %.1f | %.1f | %.0f%% |\n", c1, c2, 100 * c2 / (2 * c1)
-    printf "| Python DDP (Gloo) under torchrun | %.1f | %.1f | %.0f%% |\n", p1, p2, 100 * p2 / (2 * p1)
-    printf "| Python DDP, SDK malloc settings | %.1f | %.1f | %.0f%% |\n", t1, t2, 100 * t2 / (2 * t1)
-    printf "\nC++ / Python: %.2fx at 1 worker, %.2fx at 2 workers\n", c1 / p1, c2 / p2
-    printf "C++ / Python with the same malloc settings: %.2fx at 1 worker, %.2fx at 2 workers\n", c1 / t1, c2 / t2
+    printf "| program | 1 worker (samples/s, best of %d) | 2 workers (best) | scaling of the bests | scaling, median of %d rounds |\n", r, r
+    printf "|---|---|---|---|---|\n"
+    row("C++ worker SDK (cifar10_train) under ddprun", c1, c2)
+    row("C++, --no-host-channel (all collectives through the process group)", c1, n2)
+    row("Python DDP (Gloo) under torchrun", p1, p2)
+    row("Python DDP, SDK malloc settings", t1, t2)
+    printf "\nC++ / Python (bests): %.2fx at 1 worker, %.2fx at 2 workers\n", best(c1) / best(p1), best(c2) / best(p2)
+    printf "C++ / Python with the same malloc settings: %.2fx at 1 worker, %.2fx at 2 workers\n", best(c1) / best(t1), best(c2) / best(t2)
+    printf "rounds (samples/s): C++ 1w %s | 2w %s | 2w no channel %s\n", c1, c2, n2
     printf "machine: %d cores, 1-minute load average %s before, %s after\n", n, lb, la
   }'
 }
