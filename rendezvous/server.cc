@@ -37,6 +37,10 @@ struct Listener {
   std::shared_ptr<SessionContext> sessions;
 };
 
+// Accepts drained per wake-up: bounded so a connection storm cannot hold up the sessions'
+// replies for long.
+constexpr int kMaxAcceptsPerWakeup = 64;
+
 asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
   for (;;) {
     boost::system::error_code ec;
@@ -56,6 +60,14 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
       continue;
     }
     Session::start(listener->sessions, std::move(socket));
+    // A burst (thousands of workers connecting at once) is drained here without a reactor
+    // round trip per connection; the first would-block (or any error) returns to the
+    // asynchronous accept above, which also handles the error cases.
+    for (int drained = 0; drained < kMaxAcceptsPerWakeup; ++drained) {
+      tcp::socket next = listener->acceptor.accept(ec);
+      if (ec) break;
+      Session::start(listener->sessions, std::move(next));
+    }
   }
 }
 
@@ -90,6 +102,8 @@ Status open_and_bind(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, boo
   }
   acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return io_error("cannot listen: " + ec.message());
+  acceptor.non_blocking(true, ec);  // accept_loop drains bursts with synchronous accepts
+  if (ec) return io_error("cannot make the listening socket non-blocking: " + ec.message());
   return Status::ok();
 }
 

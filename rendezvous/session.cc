@@ -11,6 +11,11 @@ namespace ddp::rdzv {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+namespace {
+// Reply buffer kept by a connection between replies; larger ones are released.
+constexpr std::size_t kKeptReplyCapacity = 256;
+}  // namespace
+
 void Session::start(std::shared_ptr<SessionContext> ctx, tcp::socket socket) {
   auto session = std::make_shared<Session>(std::move(ctx), std::move(socket));
   session->arm();
@@ -196,6 +201,21 @@ void Session::flush() {
     return;
   }
   if (!writing_.empty() || out_.empty()) return;  // the running write's handler calls again
+  // Replies usually fit the socket's send buffer: write them now, with no handler round trip
+  // through the io_context. Whatever is left (a slow reader) or fails goes through
+  // async_write, whose handler closes on error: closing here could run inside a store
+  // operation that is iterating its waiters.
+  boost::system::error_code write_ec;
+  const std::size_t written = socket_.write_some(asio::buffer(out_), write_ec);
+  if (!write_ec && written == out_.size()) {
+    if (out_.capacity() > kKeptReplyCapacity) {
+      std::string().swap(out_);  // idle connections keep no large buffer
+    } else {
+      out_.clear();
+    }
+    return;
+  }
+  if (!write_ec) out_.erase(0, written);
   writing_.swap(out_);
   asio::async_write(socket_, asio::buffer(writing_),
                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) {

@@ -5,7 +5,7 @@
 #
 #   bench/store/run.sh [BUILD_DIR]          (default: <repo>/build; configured if missing)
 #   OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" REPEATS=3 RUN_TIMEOUT=300 \
-#     bench/store/run.sh
+#     CLIENTS_PER_PROCESS=1000 bench/store/run.sh
 #
 # Every measurement gets a fresh server on port 0; PyTorch and ddp-rendezvous runs alternate and
 # each cell is the median of REPEATS runs. Barrier sizes above what the file-descriptor
@@ -19,6 +19,9 @@ OPS_CLIENTS=${OPS_CLIENTS:-"1 8 64"}
 BARRIER_SIZES=${BARRIER_SIZES:-"1000 2000 4000 5000 10000"}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 REPEATS=${REPEATS:-3}    # each cell is the median of this many runs (the machine is shared)
+# The barrier's client threads (two per 1.13 client) are spread over processes of this many
+# clients, so creating them runs on every core instead of queueing on one process's mm lock.
+CLIENTS_PER_PROCESS=${CLIENTS_PER_PROCESS:-1000}
 HOST=127.0.0.1
 
 # --- build --------------------------------------------------------------------------------
@@ -144,7 +147,8 @@ connections, so one server process can hold at most ($NOFILE - $SERVER_RESERVED_
   for (( r = 1; r <= REPEATS; ++r )); do
     for kind in torch ddp; do
       echo "  barrier, $n clients, $kind, run $r ..." >&2
-      RUNS[$kind.barrier.$n.$r]=$(measure "$kind" barrier --clients "$n")
+      RUNS[$kind.barrier.$n.$r]=$(measure "$kind" barrier --clients "$n" \
+                                    --clients-per-process "$CLIENTS_PER_PROCESS")
       echo "    ${RUNS[$kind.barrier.$n.$r]}" >&2
     done
   done

@@ -2,6 +2,7 @@
 //
 //   store_load ops     --host H --port P --clients N [--seconds S] [--server-pid PID]
 //   store_load barrier --host H --port P --clients N [--server-pid PID]
+//                      [--clients-per-process K]   (default 4000, at most 4000)
 //
 // ops: N threads, each with its own client, loop set/get/add on their own keys for S seconds
 // (clock starts once all N are connected). Prints
@@ -55,12 +56,13 @@ struct Options {
   int clients = 1;
   double seconds = 3.0;
   long server_pid = 0;
+  int clients_per_process = 4000;  // barrier: clients per child process
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "store_load: %s\nusage: store_load ops|barrier --host H --port P --clients N "
-               "[--seconds S] [--server-pid PID]\n",
+               "[--seconds S] [--server-pid PID] [--clients-per-process K]\n",
                why.c_str());
   std::exit(2);
 }
@@ -82,11 +84,15 @@ Options parse(int argc, char** argv) {
       o.seconds = std::stod(value);
     else if (flag == "--server-pid")
       o.server_pid = std::stol(value);
+    else if (flag == "--clients-per-process")
+      o.clients_per_process = std::stoi(value);
     else
       usage("unknown flag '" + flag + "'");
   }
   if (argc % 2 != 0) usage("every flag needs a value");
   if (o.host.empty() || o.port == 0 || o.clients < 1) usage("--host, --port, --clients > 0");
+  if (o.clients_per_process < 1 || o.clients_per_process > 4000)
+    usage("--clients-per-process must be 1..4000 (two sockets per 1.13 client)");
   return o;
 }
 
@@ -270,12 +276,10 @@ int barrier_child(const Options& o, int n, const std::string& prefix, int from_p
   return 0;
 }
 
-// The barrier's clients are spread over child processes of at most kClientsPerProcess clients:
-// a 1.13 client holds two sockets and RLIMIT_NOFILE caps each process.
-constexpr int kClientsPerProcess = 4000;
-
+// The barrier's clients are spread over child processes of at most --clients-per-process
+// clients: a 1.13 client holds two sockets and RLIMIT_NOFILE caps each process.
 int run_barrier(const Options& o) {
-  const int procs = (o.clients + kClientsPerProcess - 1) / kClientsPerProcess;
+  const int procs = (o.clients + o.clients_per_process - 1) / o.clients_per_process;
   const std::string prefix = "barrier/" + std::to_string(::getpid()) + "/";
   int down[2], up[2];
   if (::pipe(down) != 0 || ::pipe(up) != 0) {
