@@ -23,6 +23,12 @@ REPEATS=${REPEATS:-3}    # each cell is the median of this many runs (the machin
 # clients, so creating them runs on every core instead of queueing on one process's mm lock.
 CLIENTS_PER_PROCESS=${CLIENTS_PER_PROCESS:-1000}
 HOST=127.0.0.1
+# Clients spread over ten loopback addresses of the one server, each with its own ephemeral
+# port space: ~20,000 connections to a single address exhaust Linux's preferred (even)
+# ephemeral ports and every further connect() then searches the range, a cost of the clients'
+# kernel side, not of the server (10,000 real clients come from many hosts). Both servers
+# therefore listen on every interface (PyTorch's server always does).
+CLIENT_HOSTS=$(seq -s, -f "127.0.0.%g" 1 10)
 
 # --- build --------------------------------------------------------------------------------
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
@@ -65,7 +71,7 @@ start_server() {
   rm -f "$fifo"; mkfifo "$fifo"
   case $1 in
     torch) "$BIN/torch_store_server" "$HOST" >"$fifo" 2>>"$WORK/torch.log" & ;;
-    ddp) "$BIN/ddp-rendezvous" --host "$HOST" --port 0 --log-level warn \
+    ddp) "$BIN/ddp-rendezvous" --host 0.0.0.0 --port 0 --log-level warn \
            >"$fifo" 2>>"$WORK/ddp.log" & ;;
   esac
   SERVER_PID=$!
@@ -93,7 +99,7 @@ measure() {
   local kind=$1; shift
   start_server "$kind"
   local out rc=0
-  out=$(timeout "$RUN_TIMEOUT" "$BIN/store_load" "$@" --host "$HOST" --port "$SERVER_PORT" \
+  out=$(timeout "$RUN_TIMEOUT" "$BIN/store_load" "$@" --host "$CLIENT_HOSTS" --port "$SERVER_PORT" \
           --server-pid "$SERVER_PID" 2>"$WORK/load.err") || rc=$?
   stop_server
   if [[ $rc -eq 124 ]]; then echo "failed: over ${RUN_TIMEOUT}s"

@@ -1,6 +1,11 @@
 // Store load generator: LibTorch 1.13 c10d::TCPStore clients against any TCPStore server.
 //
 //   store_load ops     --host H --port P --clients N [--seconds S] [--server-pid PID]
+// --host may list several addresses of the same server (H1,H2,...): client i uses the
+// (i mod count)-th. On loopback, 127.0.0.1,127.0.0.2,... give each address its own ephemeral
+// port space: ~20,000 connections to one address exhaust Linux's preferred (even) ephemeral
+// ports and every further connect() searches the range, which the clients would pay, not the
+// server (10,000 real clients come from many hosts).
 //   store_load barrier --host H --port P --clients N [--server-pid PID]
 //                      [--clients-per-process K]   (default 4000, at most 4000)
 //
@@ -96,13 +101,26 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-std::unique_ptr<c10d::TCPStore> connect(const Options& o) {
+// Client `index` connects to the index-th address of --host (a comma-separated list, cycled).
+std::string host_for(const Options& o, int index) {
+  std::vector<std::string> hosts;
+  std::string::size_type start = 0;
+  for (;;) {
+    const auto comma = o.host.find(',', start);
+    hosts.push_back(o.host.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return hosts[static_cast<std::size_t>(index) % hosts.size()];
+}
+
+std::unique_ptr<c10d::TCPStore> connect(const Options& o, int index) {
   c10d::TCPStoreOptions opts;
   opts.port = o.port;
   opts.isServer = false;
   opts.waitWorkers = false;
   opts.timeout = kClientTimeout;
-  return std::make_unique<c10d::TCPStore>(o.host, opts);
+  return std::make_unique<c10d::TCPStore>(host_for(o, index), opts);
 }
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
@@ -179,7 +197,7 @@ int run_ops(const Options& o) {
       [&](int i) {
         std::unique_ptr<c10d::TCPStore> store;
         try {
-          store = connect(o);
+          store = connect(o, i);
         } catch (...) {
           connected.count_down();  // let the timer run so the failure surfaces
           throw;
@@ -254,9 +272,9 @@ int barrier_child(const Options& o, int n, const std::string& prefix, int from_p
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&] {
+    threads.emplace_back([&, i] {
       try {
-        auto store = connect(o);
+        auto store = connect(o, i);
         connected.count_down();
         go.wait();
         if (store->add(prefix + "count", 1) == o.clients) store->set(prefix + "done", {'1'});
