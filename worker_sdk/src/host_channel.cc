@@ -51,8 +51,8 @@ namespace ddp {
 bool HostChannel::available() { return true; }
 
 struct HostChannel::State {
+  std::shared_ptr< ::gloo::transport::Device> device;  // declared first: outlives the pairs
   std::shared_ptr< ::gloo::rendezvous::Context> context;
-  std::shared_ptr< ::gloo::transport::Device> device;  // outlives the context's pairs
   std::mutex run_mutex;
 };
 
