@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -56,7 +57,8 @@ constexpr size_t kThreadStack = 256 * 1024;
 constexpr auto kClientTimeout = std::chrono::milliseconds(600s);
 
 struct Options {
-  std::string mode, host;
+  std::string mode;
+  std::vector<std::string> hosts;  // --host, split at commas
   uint16_t port = 0;
   int clients = 1;
   double seconds = 3.0;
@@ -79,9 +81,14 @@ Options parse(int argc, char** argv) {
   if (o.mode != "ops" && o.mode != "barrier") usage("unknown mode '" + o.mode + "'");
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--host")
-      o.host = value;
-    else if (flag == "--port")
+    if (flag == "--host") {
+      for (std::string::size_type start = 0;;) {
+        const auto comma = value.find(',', start);
+        o.hosts.push_back(value.substr(start, comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (flag == "--port")
       o.port = static_cast<uint16_t>(std::stoi(value));
     else if (flag == "--clients")
       o.clients = std::stoi(value);
@@ -95,32 +102,24 @@ Options parse(int argc, char** argv) {
       usage("unknown flag '" + flag + "'");
   }
   if (argc % 2 != 0) usage("every flag needs a value");
-  if (o.host.empty() || o.port == 0 || o.clients < 1) usage("--host, --port, --clients > 0");
+  const bool empty_host =
+      o.hosts.empty() ||
+      std::any_of(o.hosts.begin(), o.hosts.end(), [](const std::string& h) { return h.empty(); });
+  if (empty_host || o.port == 0 || o.clients < 1) usage("--host, --port, --clients > 0");
   if (o.clients_per_process < 1 || o.clients_per_process > 4000)
     usage("--clients-per-process must be 1..4000 (two sockets per 1.13 client)");
   return o;
 }
 
-// Client `index` connects to the index-th address of --host (a comma-separated list, cycled).
-std::string host_for(const Options& o, int index) {
-  std::vector<std::string> hosts;
-  std::string::size_type start = 0;
-  for (;;) {
-    const auto comma = o.host.find(',', start);
-    hosts.push_back(o.host.substr(start, comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return hosts[static_cast<std::size_t>(index) % hosts.size()];
-}
-
+// Client `index` connects to the index-th address of --host (cycled).
 std::unique_ptr<c10d::TCPStore> connect(const Options& o, int index) {
   c10d::TCPStoreOptions opts;
   opts.port = o.port;
   opts.isServer = false;
   opts.waitWorkers = false;
   opts.timeout = kClientTimeout;
-  return std::make_unique<c10d::TCPStore>(host_for(o, index), opts);
+  return std::make_unique<c10d::TCPStore>(o.hosts[static_cast<std::size_t>(index) % o.hosts.size()],
+                                          opts);
 }
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {

@@ -39,28 +39,27 @@ void BufferSync::sync_on_channel(const std::vector<at::Tensor>& buffers) {
     pack_ = at::empty({total}, at::TensorOptions().dtype(at::kByte));
     broadcast_ = channel_->prepare_broadcast(pack_, root_);
   }
-  const bool is_root = channel_->rank() == root_;
-  auto slice_of = [this](std::int64_t offset, const at::Tensor& b) {
-    return pack_.narrow(0, offset, static_cast<std::int64_t>(b.nbytes()));
-  };
-  if (is_root) {
+  // Calls fn(buffer, its slice of the pack) for every defined buffer, in pack order.
+  auto for_each_slice = [&](auto&& fn) {
     std::int64_t offset = 0;
     for (const auto& b : buffers) {
       if (!b.defined()) continue;
-      slice_of(offset, b).copy_(b.contiguous().reshape({-1}).view(at::kByte));
+      fn(b, pack_.narrow(0, offset, static_cast<std::int64_t>(b.nbytes())));
       offset += aligned(static_cast<std::int64_t>(b.nbytes()));
     }
+  };
+  const bool is_root = channel_->rank() == root_;
+  if (is_root) {
+    for_each_slice([](const at::Tensor& b, const at::Tensor& slice) {
+      slice.copy_(b.contiguous().reshape({-1}).view(at::kByte));
+    });
   }
   broadcast_->run();
   ++channel_syncs_;
   if (is_root) return;
-  std::int64_t offset = 0;
-  for (const auto& b : buffers) {
-    if (!b.defined()) continue;
-    at::Tensor src = slice_of(offset, b).view(b.scalar_type()).view(b.sizes());
-    b.copy_(src);
-    offset += aligned(static_cast<std::int64_t>(b.nbytes()));
-  }
+  for_each_slice([](const at::Tensor& b, const at::Tensor& slice) {
+    b.copy_(slice.view(b.scalar_type()).view(b.sizes()));
+  });
 }
 
 }  // namespace ddp

@@ -150,7 +150,6 @@ void GradientReducer::on_grad_ready(std::size_t param) {
     next_bucket_ = 0;
     for (Bucket& b : buckets_) {
       b.pending = b.params.size();
-      b.launched = false;
       b.work.reset();
     }
     for (Slot& s : slots_) s.ready = false;
@@ -175,7 +174,6 @@ void GradientReducer::launch_ready_buckets_locked() {
 
 void GradientReducer::launch_locked(Bucket& bucket) {
   bucket.flat.div_(group_->getSize());
-  bucket.launched = true;
   if (bucket.channel_gather) return;  // runs on the host channel in finalize()
   std::vector<at::Tensor> io{bucket.flat};
   if (bucket.gathers()) {

@@ -56,9 +56,8 @@ class DistributedDataParallel {
   }
 
   ModuleHolder& module() { return module_; }
-  // Whether small collectives use the host channel, and how many buffer syncs did.
+  // Whether small collectives use the host channel.
   bool uses_host_channel() const { return channel_ != nullptr; }
-  const BufferSync& buffer_sync() const { return *buffer_sync_; }
   auto* operator->() { return module_.get(); }
   GradientReducer& reducer() { return *reducer_; }
 

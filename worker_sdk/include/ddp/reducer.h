@@ -72,7 +72,6 @@ class GradientReducer {
     std::vector<std::int64_t> offsets;
     at::Tensor flat;
     std::size_t pending = 0;
-    bool launched = false;
     std::vector<at::Tensor> gathered;  // reduced by all-gather: one tensor per rank, else empty
     bool gathers() const { return !gathered.empty(); }
     std::unique_ptr<HostChannel::Prepared> channel_gather;  // set: gathered on the channel
