@@ -44,8 +44,9 @@ constexpr int kMaxAcceptsPerWakeup = 64;
 asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket socket =
-        co_await listener->acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    tcp::endpoint peer;
+    tcp::socket socket = co_await listener->acceptor.async_accept(
+        peer, asio::redirect_error(asio::use_awaitable, ec));
     if (!listener->acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
     if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
       spdlog::warn("accept failed: {}; raise the open-file limit (ulimit -n)", ec.message());
@@ -59,14 +60,14 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
       spdlog::debug("accept failed: {}", ec.message());
       continue;
     }
-    Session::start(listener->sessions, std::move(socket));
+    Session::start(listener->sessions, std::move(socket), peer);
     // A burst (thousands of workers connecting at once) is drained here without a reactor
     // round trip per connection; the first would-block (or any error) returns to the
     // asynchronous accept above, which also handles the error cases.
     for (int drained = 0; drained < kMaxAcceptsPerWakeup; ++drained) {
-      tcp::socket next = listener->acceptor.accept(ec);
+      tcp::socket next = listener->acceptor.accept(peer, ec);
       if (ec) break;
-      Session::start(listener->sessions, std::move(next));
+      Session::start(listener->sessions, std::move(next), peer);
     }
   }
 }

@@ -16,15 +16,15 @@ namespace {
 constexpr std::size_t kKeptReplyCapacity = 256;
 }  // namespace
 
-void Session::start(std::shared_ptr<SessionContext> ctx, tcp::socket socket) {
-  auto session = std::make_shared<Session>(std::move(ctx), std::move(socket));
+void Session::start(std::shared_ptr<SessionContext> ctx, tcp::socket socket,
+                    const tcp::endpoint& peer) {
+  auto session = std::make_shared<Session>(std::move(ctx), std::move(socket), peer);
   session->arm();
 }
 
-Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket)
-    : ctx_(std::move(ctx)), socket_(std::move(socket)), framer_(ctx_->limits) {
+Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket, const tcp::endpoint& peer)
+    : ctx_(std::move(ctx)), socket_(std::move(socket)), peer_(peer), framer_(ctx_->limits) {
   boost::system::error_code ec;
-  peer_ = socket_.remote_endpoint(ec);
   socket_.set_option(tcp::no_delay(true), ec);
   socket_.non_blocking(true, ec);
   ctx_->live.insert(this);

@@ -59,10 +59,13 @@ class Session final : public Subscriber,
                       public NativePeer,
                       public std::enable_shared_from_this<Session> {
  public:
-  // Takes ownership of an accepted socket and starts serving it on its executor.
-  static void start(std::shared_ptr<SessionContext> ctx, boost::asio::ip::tcp::socket socket);
+  // Takes ownership of an accepted socket (whose peer is `peer`, as accept reported it) and
+  // starts serving it on its executor.
+  static void start(std::shared_ptr<SessionContext> ctx, boost::asio::ip::tcp::socket socket,
+                    const boost::asio::ip::tcp::endpoint& peer);
 
-  Session(std::shared_ptr<SessionContext> ctx, boost::asio::ip::tcp::socket socket);
+  Session(std::shared_ptr<SessionContext> ctx, boost::asio::ip::tcp::socket socket,
+          const boost::asio::ip::tcp::endpoint& peer);
   ~Session() override;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

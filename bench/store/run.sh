@@ -19,8 +19,10 @@ OPS_CLIENTS=${OPS_CLIENTS:-"1 8 64"}
 BARRIER_SIZES=${BARRIER_SIZES:-"1000 2000 4000 5000 10000"}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 REPEATS=${REPEATS:-3}    # each cell is the median of this many runs (the machine is shared)
-# The barrier's client threads (two per 1.13 client) are spread over processes of this many
-# clients, so creating them runs on every core instead of queueing on one process's mm lock.
+# The barrier's clients are spread over processes of this many clients; each process connects
+# its clients one after another, so this also sets how many connect at once (4 streams for
+# 4000 clients). 20 streams (500) at 10,000 clients outrun the server's accepts on 2 cores and
+# overflow the 4096-connection listen backlog (1 s SYN retransmits) for either server.
 CLIENTS_PER_PROCESS=${CLIENTS_PER_PROCESS:-1000}
 HOST=127.0.0.1
 # Clients spread over ten loopback addresses of the one server, each with its own ephemeral

@@ -7,24 +7,31 @@
 // ports and every further connect() searches the range, which the clients would pay, not the
 // server (10,000 real clients come from many hosts).
 //   store_load barrier --host H --port P --clients N [--server-pid PID]
-//                      [--clients-per-process K]   (default 4000, at most 4000)
+//                      [--clients-per-process K]   (default 1000, at most 4000)
 //
 // ops: N threads, each with its own client, loop set/get/add on their own keys for S seconds
 // (clock starts once all N are connected). Prints
 //   "ops clients=N ops=X seconds=T ops_per_s=R server_cpu_us_per_op=U"
 // where U is the server's CPU time (with --server-pid) over the window divided by the ops.
-// barrier: N threads each construct a client, ADD 1 to a counter; the one that reads N SETs a
-// key, all WAIT on it. Prints
+// barrier: N clients each ADD 1 to a counter; the one that reads N SETs a key, all WAIT on it.
+// Prints
 //   "barrier clients=N procs=K connect_s=C barrier_s=B total_s=T rss_kb=R hwm_kb=H
 //    server_cpu_connect_s=X server_cpu_barrier_s=Y"
-// where barrier_s runs from releasing the N connected clients to the last WAIT returning,
-// total_s from the first connect to the last WAIT returning, and rss/hwm are the server's
-// VmRSS/VmHWM (from /proc/PID/status) read while all N clients (2N connections) are still open.
-// The clients are spread over child processes (RLIMIT_NOFILE is per process; each 1.13 client
-// holds two sockets); the parent times them through pipes. server_cpu_* is the server's user
-// plus system CPU time in each phase (who is the bottleneck: the server or the clients).
+// The clients are spread over child processes of at most K clients (RLIMIT_NOFILE is per
+// process; each 1.13 client holds two sockets); the parent times them through pipes. Before the
+// clock starts, every child exists and has one parked thread per client (the ADD and the WAIT
+// block) plus warm stacks for c10d's callback threads: making threads is the load generator's
+// cost; a job's clients each start on their own host. connect_s runs from the start signal
+// until every client is constructed (each child constructs, that is connects, its clients one
+// after another: 1.13's constructor opens two connections and starts a thread), barrier_s from
+// releasing the N connected clients to the last WAIT returning, total_s is both. rss/hwm are the
+// server's VmRSS/VmHWM (from /proc/PID/status) read while all N clients (2N connections) are
+// still open; server_cpu_* is the server's user plus system CPU time in each phase (who is the
+// bottleneck: the server or the clients).
 // Exits 1 with a message on any client error.
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,8 +41,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,7 +72,7 @@ struct Options {
   int clients = 1;
   double seconds = 3.0;
   long server_pid = 0;
-  int clients_per_process = 4000;  // barrier: clients per child process
+  int clients_per_process = 1000;  // barrier: clients per child process
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -125,6 +134,41 @@ std::unique_ptr<c10d::TCPStore> connect(const Options& o, int index) {
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
+
+// A one-shot gate threads block on without spinning (std::latch and std::atomic::wait spin and
+// sched_yield first, which with thousands of waiting threads costs the clients real CPU time in
+// the measured window).
+class Gate {
+ public:
+  void wait() {
+    while (open_.load(std::memory_order_acquire) == 0) futex(FUTEX_WAIT_PRIVATE, 0);
+  }
+  void open() {
+    open_.store(1, std::memory_order_release);
+    futex(FUTEX_WAKE_PRIVATE, std::numeric_limits<int>::max());
+  }
+
+ private:
+  void futex(int op, int value) {
+    ::syscall(SYS_futex, reinterpret_cast<int*>(&open_), op, value, nullptr, nullptr, 0);
+  }
+  std::atomic<int> open_{0};
+  static_assert(sizeof(std::atomic<int>) == sizeof(int));
+};
+
+// Counts down from n; the thread that reaches zero opens `done`.
+class Countdown {
+ public:
+  explicit Countdown(int n) : left_(n) {}
+  void arrive() {
+    if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.open();
+  }
+  void wait() { done_.wait(); }
+
+ private:
+  std::atomic<int> left_;
+  Gate done_;
+};
 
 // Value of a "Name:   123 kB" line of /proc/PID/status, 0 when unreadable.
 long status_kb(long pid, const std::string& name) {
@@ -230,7 +274,8 @@ int run_ops(const Options& o) {
 }
 
 // One byte per event on the coordination pipes between the barrier parent and its children.
-constexpr char kConnected = 'c', kGo = 'g', kReturned = 'r', kRelease = 'x';
+constexpr char kPrepared = 'p', kStart = 's', kConnected = 'c', kGo = 'g', kReturned = 'r',
+               kRelease = 'x';
 
 void write_bytes(int fd, char byte, int count) {
   for (int i = 0; i < count; ++i) {
@@ -253,48 +298,75 @@ bool read_bytes(int fd, char want, int count) {
   return true;
 }
 
-// One child process of the barrier: `n` client threads. Tells the parent when all are
-// connected and when all WAITs returned; holds every connection open until released.
-int barrier_child(const Options& o, int n, const std::string& prefix, int from_parent,
-                  int to_parent) {
-  std::latch connected(n), go(1), returned(n), release(1);
-  std::thread coordinator([&] {
-    connected.wait();
-    write_bytes(to_parent, kConnected, 1);
-    if (!read_bytes(from_parent, kGo, 1)) std::_Exit(1);
-    go.count_down();
-    returned.wait();
-    write_bytes(to_parent, kReturned, 1);
-    if (!read_bytes(from_parent, kRelease, 1)) std::_Exit(1);
-    release.count_down();
-  });
+// Leaves `n` warm thread stacks in glibc's stack cache (run.sh raises
+// glibc.pthread.stack_cache_size so they all stay): every 1.13 client starts a callback thread
+// in its constructor, and a fresh stack costs that thread an mmap, an mprotect and page faults
+// for its static TLS (Debian's LibTorch loads ~290 libraries). A job's clients would each pay
+// that on their own host; here it would be paid on the server's cores, inside the timed window.
+void warm_thread_stacks(int n) {
+  Gate exit;
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) threads.emplace_back([&exit] { exit.wait(); });
+  exit.open();
+  for (auto& t : threads) t.join();
+}
+
+// One child process of the barrier: `n` clients, each with its own thread for the blocking
+// ADD and WAIT. The threads exist before the parent's clock starts (creating them is the load
+// generator's cost, not a client's); on the parent's start signal the clients are constructed
+// (connected) one after another on this process's coordinator thread, so each child is one
+// stream of connects. Tells the parent when all are connected and when all WAITs returned;
+// holds every connection open until released.
+int barrier_child(const Options& o, int first_index, int n, const std::string& prefix,
+                  int from_parent, int to_parent) {
+  std::vector<std::unique_ptr<c10d::TCPStore>> stores(static_cast<size_t>(n));
+  Gate go, release;
+  Countdown returned(n);
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
+      go.wait();
       try {
-        auto store = connect(o, i);
-        connected.count_down();
-        go.wait();
-        if (store->add(prefix + "count", 1) == o.clients) store->set(prefix + "done", {'1'});
-        store->wait({prefix + "done"});
-        returned.count_down();
-        release.wait();  // keep every connection open until the server's RSS is read
+        c10d::TCPStore& store = *stores[static_cast<size_t>(i)];
+        if (store.add(prefix + "count", 1) == o.clients) store.set(prefix + "done", {'1'});
+        store.wait({prefix + "done"});
       } catch (const std::exception& e) {
         // The barrier cannot complete without this client: fail the whole child at once (the
         // parent sees the pipe close and stops the other children).
         std::fprintf(stderr, "store_load barrier: client error: %s\n", e.what());
         std::_Exit(1);
       }
+      returned.arrive();
+      release.wait();  // keep every connection open until the server's RSS is read
     });
   }
+  warm_thread_stacks(n);  // after the client threads took theirs: these are for c10d's
+  write_bytes(to_parent, kPrepared, 1);
+  if (!read_bytes(from_parent, kStart, 1)) std::_Exit(1);
+  for (int i = 0; i < n; ++i) {
+    try {
+      stores[static_cast<size_t>(i)] = connect(o, first_index + i);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "store_load barrier: client error: %s\n", e.what());
+      std::_Exit(1);
+    }
+  }
+  write_bytes(to_parent, kConnected, 1);
+  if (!read_bytes(from_parent, kGo, 1)) std::_Exit(1);
+  go.open();
+  returned.wait();
+  write_bytes(to_parent, kReturned, 1);
+  if (!read_bytes(from_parent, kRelease, 1)) std::_Exit(1);
+  release.open();
   for (auto& t : threads) t.join();
-  coordinator.join();
   return 0;
 }
 
 // The barrier's clients are spread over child processes of at most --clients-per-process
-// clients: a 1.13 client holds two sockets and RLIMIT_NOFILE caps each process.
+// clients: a 1.13 client holds two sockets and RLIMIT_NOFILE caps each process. The clock
+// starts once every child has its threads ready.
 int run_barrier(const Options& o) {
   const int procs = (o.clients + o.clients_per_process - 1) / o.clients_per_process;
   const std::string prefix = "barrier/" + std::to_string(::getpid()) + "/";
@@ -303,10 +375,8 @@ int run_barrier(const Options& o) {
     std::perror("store_load: pipe");
     return 1;
   }
-  const double cpu_first = o.server_pid > 0 ? cpu_seconds(o.server_pid) : 0;
-  const auto first = Clock::now();
   std::vector<pid_t> children;
-  for (int k = 0; k < procs; ++k) {
+  for (int k = 0, first_index = 0; k < procs; ++k) {
     const int n = o.clients / procs + (k < o.clients % procs ? 1 : 0);
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -317,13 +387,18 @@ int run_barrier(const Options& o) {
       ::close(down[1]);
       ::close(up[0]);
       std::fflush(stdout);
-      std::_Exit(barrier_child(o, n, prefix, down[0], up[1]));
+      std::_Exit(barrier_child(o, first_index, n, prefix, down[0], up[1]));
     }
     children.push_back(pid);
+    first_index += n;
   }
   ::close(down[0]);
   ::close(up[1]);
-  bool ok = read_bytes(up[0], kConnected, procs);
+  bool ok = read_bytes(up[0], kPrepared, procs);
+  const double cpu_first = o.server_pid > 0 ? cpu_seconds(o.server_pid) : 0;
+  const auto first = Clock::now();
+  if (ok) write_bytes(down[1], kStart, procs);
+  ok = ok && read_bytes(up[0], kConnected, procs);
   const auto ready = Clock::now();
   const double cpu_ready = o.server_pid > 0 ? cpu_seconds(o.server_pid) : 0;
   if (ok) write_bytes(down[1], kGo, procs);
@@ -361,8 +436,26 @@ int run_barrier(const Options& o) {
 
 }  // namespace
 
+// The barrier warms a stack per client for c10d's callback threads (warm_thread_stacks); glibc
+// keeps only 40 MiB of freed stacks unless told more at start-up, so the program re-executes
+// itself once with glibc.pthread.stack_cache_size raised (kept in GLIBC_TUNABLES for the child
+// processes it forks).
+void ensure_stack_cache(const Options& o, char** argv) {
+  constexpr const char* kTunable = "glibc.pthread.stack_cache_size";
+  const char* current = std::getenv("GLIBC_TUNABLES");
+  if (current != nullptr && std::strstr(current, kTunable) != nullptr) return;
+  const auto bytes =
+      static_cast<unsigned long long>(o.clients_per_process) * 2 * (kThreadStack + 64 * 1024);
+  std::string tunables = std::string(kTunable) + "=" + std::to_string(bytes);
+  if (current != nullptr && *current != '\0') tunables = std::string(current) + ":" + tunables;
+  ::setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  std::perror("store_load: re-executing with a larger thread stack cache");  // runs on without
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.mode == "barrier") ensure_stack_cache(o, argv);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, kThreadStack);
