@@ -41,6 +41,11 @@ struct Listener {
 // replies for long.
 constexpr int kMaxAcceptsPerWakeup = 64;
 
+// Connections the kernel may hold before they are accepted. It caps this at
+// net.core.somaxconn (4096 by default), so a host that expects tens of thousands of workers to
+// connect at once raises that sysctl and the daemon follows; SOMAXCONN would pin it to 4096.
+constexpr int kListenBacklog = 65535;
+
 asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
   for (;;) {
     boost::system::error_code ec;
@@ -101,7 +106,7 @@ Status open_and_bind(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, boo
     return io_error("cannot bind " + format_endpoint(endpoint.address(), endpoint.port()) + ": " +
                     ec.message());
   }
-  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  acceptor.listen(kListenBacklog, ec);
   if (ec) return io_error("cannot listen: " + ec.message());
   acceptor.non_blocking(true, ec);  // accept_loop drains bursts with synchronous accepts
   if (ec) return io_error("cannot make the listening socket non-blocking: " + ec.message());
