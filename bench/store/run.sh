@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Store benchmark: PyTorch's own TCPStore server (LibTorch 1.13, isServer=true) against
 # ddp-rendezvous, in one run, both driven by the same LibTorch 1.13 c10d::TCPStore client load
-# (store_load). Prints a markdown table with ratios (ddp-rendezvous / PyTorch).
+# (store_load), then by the same raw-protocol barrier from one thread (wire_load: the clients'
+# own cost out of the way). Prints markdown tables with ratios (ddp-rendezvous / PyTorch).
 #
 #   bench/store/run.sh [BUILD_DIR]          (default: <repo>/build; configured if missing)
-#   OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" REPEATS=3 RUN_TIMEOUT=300 \
-#     CLIENTS_PER_PROCESS=1000 bench/store/run.sh
+#   OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" WIRE_SIZES="1000 4000 10000" \
+#     REPEATS=3 RUN_TIMEOUT=300 CLIENTS_PER_PROCESS=1000 bench/store/run.sh
 #
 # Every measurement gets a fresh server on port 0; PyTorch and ddp-rendezvous runs alternate and
 # each cell is the median of REPEATS runs. Barrier sizes above what the file-descriptor
@@ -17,6 +18,7 @@ BUILD=${1:-$ROOT/build}
 OPS_SECONDS=${OPS_SECONDS:-3}
 OPS_CLIENTS=${OPS_CLIENTS:-"1 8 64"}
 BARRIER_SIZES=${BARRIER_SIZES:-"1000 2000 4000 5000 10000"}
+WIRE_SIZES=${WIRE_SIZES:-"1000 2000 4000 10000"}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 REPEATS=${REPEATS:-3}    # each cell is the median of this many runs (the machine is shared)
 # The barrier's clients are spread over processes of this many clients; each process connects
@@ -36,11 +38,12 @@ CLIENT_HOSTS=$(seq -s, -f "127.0.0.%g" 1 10)
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build "$BUILD" --parallel 2 --target ddp-rendezvous torch_store_server store_load \
-  >/dev/null || { echo "run.sh: build failed; run: cmake --build $BUILD --target" \
-                       "ddp-rendezvous torch_store_server store_load" >&2; exit 1; }
+PROGRAMS="ddp-rendezvous torch_store_server store_load wire_load"
+# shellcheck disable=SC2086
+cmake --build "$BUILD" --parallel 2 --target $PROGRAMS >/dev/null \
+  || { echo "run.sh: build failed; run: cmake --build $BUILD --target $PROGRAMS" >&2; exit 1; }
 BIN=$BUILD/bin
-for b in ddp-rendezvous torch_store_server store_load; do
+for b in $PROGRAMS; do
   [[ -x $BIN/$b ]] || { echo "run.sh: $BIN/$b missing (is libtorch-dev installed?)" >&2; exit 1; }
 done
 
@@ -115,18 +118,18 @@ stop_server() {
 # field NAME LINE: value of NAME=value in a store_load result line.
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
 
-# measure torch|ddp MODE ARGS...: one store_load run on a fresh server; prints its result line
-# or "failed: <reason>".
+# measure torch|ddp PROGRAM ARGS...: one store_load or wire_load run on a fresh server; prints
+# its result line or "failed: <reason>".
 measure() {
-  local kind=$1; shift
+  local kind=$1 program=$2; shift 2
   start_server "$kind"
   local out rc=0
-  out=$(timeout "$RUN_TIMEOUT" "${IN_NS[@]}" "$BIN/store_load" "$@" --host "$CLIENT_HOSTS" --port "$SERVER_PORT" \
-          --server-pid "$SERVER_PID" 2>"$WORK/load.err") || rc=$?
+  out=$(timeout "$RUN_TIMEOUT" "${IN_NS[@]}" "$BIN/$program" "$@" --host "$CLIENT_HOSTS" \
+          --port "$SERVER_PORT" --server-pid "$SERVER_PID" 2>"$WORK/load.err") || rc=$?
   stop_server
   if [[ $rc -eq 124 ]]; then echo "failed: over ${RUN_TIMEOUT}s"
   elif [[ $rc -ne 0 ]]; then
-    echo "failed: $( { grep -m1 '^store_load' "$WORK/load.err" || tail -n1 "$WORK/load.err"; } \
+    echo "failed: $( { grep -m1 "^$program" "$WORK/load.err" || tail -n1 "$WORK/load.err"; } \
                       | cut -c1-80)"
   else echo "$out"; fi
 }
@@ -155,7 +158,8 @@ for n in $OPS_CLIENTS; do
   for (( r = 1; r <= REPEATS; ++r )); do
     for kind in torch ddp; do
       echo "  ops, $n clients, $kind, run $r ..." >&2
-      RUNS[$kind.ops.$n.$r]=$(measure "$kind" ops --clients "$n" --seconds "$OPS_SECONDS")
+      RUNS[$kind.ops.$n.$r]=$(measure "$kind" store_load ops --clients "$n" \
+                                --seconds "$OPS_SECONDS")
       echo "    ${RUNS[$kind.ops.$n.$r]}" >&2
     done
   done
@@ -164,6 +168,26 @@ for n in $OPS_CLIENTS; do
     R[$kind.ops.$n]=$(median ops_per_s "${lines[@]}")
   done
 done
+# barriers LABEL SIZES PROGRAM ARGS...: REPEATS alternating runs of each size; the medians
+# go to R[torch.LABEL.N] and R[ddp.LABEL.N].
+barriers() {
+  local label=$1 sizes=$2; shift 2
+  local n r kind lines
+  for n in $sizes; do
+    for (( r = 1; r <= REPEATS; ++r )); do
+      for kind in torch ddp; do
+        echo "  $label barrier, $n clients, $kind, run $r ..." >&2
+        RUNS[$kind.$label.$n.$r]=$(measure "$kind" "$@" --clients "$n")
+        echo "    ${RUNS[$kind.$label.$n.$r]}" >&2
+      done
+    done
+    for kind in torch ddp; do
+      lines=(); for (( r = 1; r <= REPEATS; ++r )); do lines+=("${RUNS[$kind.$label.$n.$r]}"); done
+      R[$kind.$label.$n]=$(median total_s "${lines[@]}")
+    done
+  done
+}
+
 SIZES=""
 for n in $BARRIER_SIZES; do
   if (( n > MAX_CLIENTS )); then
@@ -173,19 +197,14 @@ connections, so one server process can hold at most ($NOFILE - $SERVER_RESERVED_
     n=$MAX_CLIENTS
   fi
   SIZES="$SIZES $n"
-  for (( r = 1; r <= REPEATS; ++r )); do
-    for kind in torch ddp; do
-      echo "  barrier, $n clients, $kind, run $r ..." >&2
-      RUNS[$kind.barrier.$n.$r]=$(measure "$kind" barrier --clients "$n" \
-                                    --clients-per-process "$CLIENTS_PER_PROCESS")
-      echo "    ${RUNS[$kind.barrier.$n.$r]}" >&2
-    done
-  done
-  for kind in torch ddp; do
-    lines=(); for (( r = 1; r <= REPEATS; ++r )); do lines+=("${RUNS[$kind.barrier.$n.$r]}"); done
-    R[$kind.barrier.$n]=$(median total_s "${lines[@]}")
-  done
 done
+barriers c10d "$SIZES" store_load barrier --clients-per-process "$CLIENTS_PER_PROCESS"
+WIRE=""
+for n in $WIRE_SIZES; do   # one descriptor per client on each side
+  (( n <= NOFILE - 40 )) || n=$(( NOFILE - 40 ))
+  WIRE="$WIRE $n"
+done
+barriers wire "$WIRE" wire_load
 
 # --- table --------------------------------------------------------------------------------
 echo
@@ -199,24 +218,34 @@ for n in $OPS_CLIENTS; do
   cpu="$(field server_cpu_us_per_op "$tl") / $(field server_cpu_us_per_op "$dl")"
   echo "| set/get/add, $n clients | ${t:-$tl} | ${d:-$dl} | $(ratio "$d" "$t") | $cpu |"
 done
-echo
-echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | server CPU s PyTorch / ddp |"
-echo "|---|---|---|---|---|---|---|---|"
-for n in $SIZES; do
-  tl=${R[torch.barrier.$n]}; dl=${R[ddp.barrier.$n]}
-  t=$(field total_s "$tl"); d=$(field total_s "$dl")
-  if [[ -n $t ]]; then tcell="$t ($(field connect_s "$tl") + $(field barrier_s "$tl"))"; else tcell=$tl; fi
-  if [[ -n $d ]]; then dcell="$d ($(field connect_s "$dl") + $(field barrier_s "$dl"))"; else dcell=$dl; fi
-  per=$(awk -v d="$d" -v n="$n" 'BEGIN { if (d == "") print "-"; else printf "%.0f", d / n * 1e6 }')
-  rss=$(awk -v t="$(field rss_kb "$tl")" -v r="$(field rss_kb "$dl")" -v h="$(field hwm_kb "$dl")" \
-          'BEGIN { printf "%s / %s", (t == "" ? "-" : sprintf("%.1f", t / 1024)),
-                   (r == "" ? "-" : sprintf("%.1f (%.1f)", r / 1024, h / 1024)) }')
-  cpu=$(awk -v a="$(field server_cpu_connect_s "$tl")" -v b="$(field server_cpu_barrier_s "$tl")" \
-            -v c="$(field server_cpu_connect_s "$dl")" -v d="$(field server_cpu_barrier_s "$dl")" \
-          'BEGIN { printf "%s / %s", (a == "" ? "-" : sprintf("%.2f", a + b)),
-                                   (c == "" ? "-" : sprintf("%.2f", c + d)) }')
-  speedup=$(ratio "$t" "$d"); [[ $speedup == - ]] || speedup="${speedup}x"
-  echo "| $n ($((2 * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $per | $rss | $cpu |"
-done
+# barrier_table LABEL SIZES CONNECTIONS_PER_CLIENT TITLE
+barrier_table() {
+  local label=$1 sizes=$2 per_client=$3 title=$4
+  local n tl dl t d tcell dcell per rss cpu speedup
+  echo
+  echo "$title"
+  echo
+  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | server CPU s PyTorch / ddp |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for n in $sizes; do
+    tl=${R[torch.$label.$n]}; dl=${R[ddp.$label.$n]}
+    t=$(field total_s "$tl"); d=$(field total_s "$dl")
+    if [[ -n $t ]]; then tcell="$t ($(field connect_s "$tl") + $(field barrier_s "$tl"))"; else tcell=$tl; fi
+    if [[ -n $d ]]; then dcell="$d ($(field connect_s "$dl") + $(field barrier_s "$dl"))"; else dcell=$dl; fi
+    per=$(awk -v d="$d" -v n="$n" 'BEGIN { if (d == "") print "-"; else printf "%.0f", d / n * 1e6 }')
+    rss=$(awk -v t="$(field rss_kb "$tl")" -v r="$(field rss_kb "$dl")" -v h="$(field hwm_kb "$dl")" \
+            'BEGIN { printf "%s / %s", (t == "" ? "-" : sprintf("%.1f", t / 1024)),
+                     (r == "" ? "-" : sprintf("%.1f (%.1f)", r / 1024, h / 1024)) }')
+    cpu=$(awk -v a="$(field server_cpu_connect_s "$tl")" -v b="$(field server_cpu_barrier_s "$tl")" \
+              -v c="$(field server_cpu_connect_s "$dl")" -v d="$(field server_cpu_barrier_s "$dl")" \
+            'BEGIN { printf "%s / %s", (a == "" ? "-" : sprintf("%.2f", a + b)),
+                                     (c == "" ? "-" : sprintf("%.2f", c + d)) }')
+    speedup=$(ratio "$t" "$d"); [[ $speedup == - ]] || speedup="${speedup}x"
+    echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $per | $rss | $cpu |"
+  done
+}
+barrier_table c10d "$SIZES" 2 "Barrier, LibTorch 1.13 c10d::TCPStore clients (store_load):"
+barrier_table wire "$WIRE" 1 \
+  "Barrier, raw 1.13-protocol clients on one thread, one connection each (wire_load):"
 [[ -z $LIMIT_NOTE ]] || { echo; echo "$LIMIT_NOTE"; }
 echo; echo "$SOMAXCONN_NOTE"

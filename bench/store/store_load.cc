@@ -42,21 +42,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <latch>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <vector>
 
+#include "bench/store/proc_stats.h"
+
 namespace {
 
+using ddp::bench::cpu_seconds;
+using ddp::bench::status_kb;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -169,33 +171,6 @@ class Countdown {
   std::atomic<int> left_;
   Gate done_;
 };
-
-// Value of a "Name:   123 kB" line of /proc/PID/status, 0 when unreadable.
-long status_kb(long pid, const std::string& name) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind(name + ":", 0) == 0) return std::atol(line.c_str() + name.size() + 1);
-  }
-  return 0;
-}
-
-// User plus system CPU seconds used so far by process `pid` (/proc/PID/stat), 0 if unreadable.
-double cpu_seconds(long pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(f, stat);
-  const auto close = stat.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
 
 // Runs body(i) on n threads and joins them; the first exception message is kept in *error.
 template <typename Body>

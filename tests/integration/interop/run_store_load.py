@@ -1,11 +1,12 @@
-"""Smoke test of the store benchmark's load generator (bench/store/store_load).
+"""Smoke test of the store benchmark's load generators (bench/store: store_load, wire_load).
 
-Usage: /usr/bin/python3 run_store_load.py --load PATH --server daemon --daemon PATH
+Usage: /usr/bin/python3 run_store_load.py --load PATH --wire PATH --server daemon --daemon PATH
 
-Runs a short set/get/add loop and a small barrier spread over three child processes against a
-real server, and checks what the benchmark reads from the result lines: the counts it asked
-for, timings that add up, the server's CPU and memory read from /proc. Not a timed test: no
-figure is compared with a goal here (bench/store/run.sh does that, side by side).
+Runs store_load's short set/get/add loop and a small barrier spread over three child
+processes, then wire_load's barrier of raw connections, against a real server, and checks what
+the benchmark reads from the result lines: the counts it asked for, timings that add up, the
+server's memory read from /proc. Not a timed test: no figure is compared with a goal here
+(bench/store/run.sh does that, side by side).
 """
 
 import argparse
@@ -17,6 +18,7 @@ from store_server import StoreServer, add_server_args
 DEADLINE_S = 90
 BARRIER_CLIENTS = 60
 CLIENTS_PER_PROCESS = 25  # three children: 20 clients each
+WIRE_CLIENTS = 300
 
 
 def fields(line, prefix):
@@ -45,10 +47,17 @@ def check(condition, what):
         sys.exit(f"store_load result wrong: {what}")
 
 
+def check_barrier_times(result):
+    connect, phase, total = (float(result[k]) for k in ("connect_s", "barrier_s", "total_s"))
+    check(connect > 0 and phase > 0, f"phases {connect} s and {phase} s")
+    check(abs(connect + phase - total) < 0.002, f"{connect} + {phase} != total {total}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     add_server_args(parser)
     parser.add_argument("--load", required=True, help="store_load binary")
+    parser.add_argument("--wire", required=True, help="wire_load binary")
     args = parser.parse_args()
     with StoreServer(args.server, args.daemon) as server:
         common = ["--host", f"{server.host},{server.host}", "--port", str(server.port),
@@ -58,19 +67,23 @@ def main():
         barrier = fields(run_load([args.load, "barrier", "--clients", str(BARRIER_CLIENTS),
                                    "--clients-per-process", str(CLIENTS_PER_PROCESS)] + common),
                          "barrier")
+        wire = fields(run_load([args.wire, "--clients", str(WIRE_CLIENTS), "--in-flight", "16"]
+                               + common), "wire_barrier")
     check(ops["clients"] == "2", f"ops clients {ops['clients']}")
     check(int(ops["ops"]) > 0 and int(ops["ops"]) % 3 == 0, f"ops count {ops['ops']}")
     check(float(ops["seconds"]) >= 0.3, f"ops window {ops['seconds']} s")
     check(float(ops["ops_per_s"]) > 0, "ops per second")
     check(barrier["clients"] == str(BARRIER_CLIENTS), f"barrier clients {barrier['clients']}")
     check(barrier["procs"] == "3", f"barrier processes {barrier['procs']}")
-    connect, phase, total = (float(barrier[k]) for k in ("connect_s", "barrier_s", "total_s"))
-    check(connect > 0 and phase > 0, f"phases {connect} s and {phase} s")
-    check(abs(connect + phase - total) < 0.002, f"{connect} + {phase} != total {total}")
     check(int(barrier["rss_kb"]) > 0, "server RSS read from /proc")
     check(int(barrier["hwm_kb"]) >= int(barrier["rss_kb"]), "server VmHWM below VmRSS")
+    check_barrier_times(barrier)
+    check(wire["clients"] == str(WIRE_CLIENTS), f"wire clients {wire['clients']}")
+    check_barrier_times(wire)
+    check(int(wire["rss_kb"]) > 0, "server RSS read from /proc (wire)")
     print(f"store_load against the {args.server} server: OK ({ops['ops_per_s']} ops/s, "
-          f"barrier of {BARRIER_CLIENTS} in {total} s)")
+          f"barrier of {BARRIER_CLIENTS} in {barrier['total_s']} s, raw barrier of {WIRE_CLIENTS} "
+          f"in {wire['total_s']} s)")
 
 
 if __name__ == "__main__":
