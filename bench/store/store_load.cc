@@ -42,7 +42,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <latch>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -193,8 +192,8 @@ void run_threads(int n, Body body, std::optional<std::string>* error, std::atomi
 }
 
 int run_ops(const Options& o) {
-  std::latch connected(o.clients);
-  std::latch go(1);
+  Countdown connected(o.clients);
+  Gate go;
   std::atomic<bool> stop{false}, failed{false};
   std::atomic<long> total_ops{0};
   std::optional<std::string> error;
@@ -204,7 +203,7 @@ int run_ops(const Options& o) {
     connected.wait();
     if (o.server_pid > 0) cpu_start = cpu_seconds(o.server_pid);
     start = Clock::now();
-    go.count_down();
+    go.open();
     // The sleep is the measurement window itself.
     std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
     stop = true;
@@ -217,10 +216,10 @@ int run_ops(const Options& o) {
         try {
           store = connect(o, i);
         } catch (...) {
-          connected.count_down();  // let the timer run so the failure surfaces
+          connected.arrive();  // let the timer run so the failure surfaces
           throw;
         }
-        connected.count_down();
+        connected.arrive();
         go.wait();
         const std::string key = "ops/" + std::to_string(i), ctr = key + "/n";
         const std::vector<uint8_t> value(32, static_cast<uint8_t>('a' + i % 26));

@@ -33,9 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -149,9 +147,10 @@ bool enough_descriptors(std::size_t clients) {
 
 int main(int argc, char** argv) {
   Options o;
-  std::string hosts;
   CLI::App app{"TCPStore barrier of raw 1.13-protocol clients on one thread"};
-  app.add_option("--host", hosts, "server address(es), comma-separated")->required();
+  app.add_option("--host", o.hosts, "server address(es), comma-separated")
+      ->required()
+      ->delimiter(',');
   app.add_option("--port", o.port, "server port")->required()->check(CLI::Range(1, 65535));
   app.add_option("--clients", o.clients, "clients (one connection each)")
       ->required()
@@ -163,17 +162,14 @@ int main(int argc, char** argv) {
 
   asio::io_context io;
   Run run(io, o);
-  for (std::size_t start = 0;;) {
-    const auto comma = hosts.find(',', start);
+  for (const std::string& host : o.hosts) {
     boost::system::error_code ec;
-    const auto address = asio::ip::make_address(hosts.substr(start, comma - start), ec);
+    const auto address = asio::ip::make_address(host, ec);
     if (ec) {
-      std::fprintf(stderr, "wire_load: --host wants IP addresses: %s\n", hosts.c_str());
+      std::fprintf(stderr, "wire_load: --host wants IP addresses, not '%s'\n", host.c_str());
       return 2;
     }
     run.endpoints.emplace_back(address, o.port);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   if (!enough_descriptors(o.clients)) {
     std::fprintf(stderr, "wire_load: %zu clients need %zu descriptors; raise ulimit -n\n",

@@ -98,14 +98,12 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
     const std::size_t gathered_bytes =
         world * static_cast<std::size_t>(total) * b.flat.element_size();
     if (world > 1 && b.flat.is_cpu() && gathered_bytes <= options.gather_max_bytes) {
-      if (channel_) {  // one [world, total] buffer the channel fills in place
-        at::Tensor all = at::empty({static_cast<std::int64_t>(world), total}, b.flat.options());
-        for (std::size_t r = 0; r < world; ++r)
-          b.gathered.push_back(all[static_cast<std::int64_t>(r)]);
-        b.channel_gather = channel_->prepare_allgather(b.flat, all);
-      } else {
-        for (std::size_t r = 0; r < world; ++r) b.gathered.push_back(at::empty_like(b.flat));
-      }
+      // One [world, total] buffer; rank r's copy is row r (the group's outputs, or the channel
+      // fills it in place).
+      at::Tensor all = at::empty({static_cast<std::int64_t>(world), total}, b.flat.options());
+      for (std::size_t r = 0; r < world; ++r)
+        b.gathered.push_back(all[static_cast<std::int64_t>(r)]);
+      if (channel_) b.channel_gather = channel_->prepare_allgather(b.flat, all);
     }
   }
   for (std::size_t k = 0; k < params_.size(); ++k) {
