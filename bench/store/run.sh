@@ -218,6 +218,18 @@ for n in $OPS_CLIENTS; do
   cpu="$(field server_cpu_us_per_op "$tl") / $(field server_cpu_us_per_op "$dl")"
   echo "| set/get/add, $n clients | ${t:-$tl} | ${d:-$dl} | $(ratio "$d" "$t") | $cpu |"
 done
+# round_speedups LABEL N: "min-max" of PyTorch / ddp-rendezvous total_s over the rounds where
+# both succeeded (each round runs the two servers back to back), or "-".
+round_speedups() {
+  local r t d list=""
+  for (( r = 1; r <= REPEATS; ++r )); do
+    t=$(field total_s "${RUNS[torch.$1.$2.$r]}"); d=$(field total_s "${RUNS[ddp.$1.$2.$r]}")
+    if [[ -n $t && -n $d ]]; then list="$list $(ratio "$t" "$d")"; fi
+  done
+  awk -v l="$list" 'BEGIN { n = split(l, v, " "); if (n == 0) { print "-"; exit }
+    lo = hi = v[1]; for (i = 2; i <= n; ++i) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }
+    printf "%.1f-%.1fx", lo, hi }'
+}
 # barrier_table LABEL SIZES CONNECTIONS_PER_CLIENT TITLE
 barrier_table() {
   local label=$1 sizes=$2 per_client=$3 title=$4
@@ -225,8 +237,8 @@ barrier_table() {
   echo
   echo "$title"
   echo
-  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | server CPU s PyTorch / ddp |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | speedup per round (min-max) | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | server CPU s PyTorch / ddp |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for n in $sizes; do
     tl=${R[torch.$label.$n]}; dl=${R[ddp.$label.$n]}
     t=$(field total_s "$tl"); d=$(field total_s "$dl")
@@ -241,7 +253,7 @@ barrier_table() {
             'BEGIN { printf "%s / %s", (a == "" ? "-" : sprintf("%.2f", a + b)),
                                      (c == "" ? "-" : sprintf("%.2f", c + d)) }')
     speedup=$(ratio "$t" "$d"); [[ $speedup == - ]] || speedup="${speedup}x"
-    echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $per | $rss | $cpu |"
+    echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $(round_speedups "$label" "$n") | $per | $rss | $cpu |"
   done
 }
 barrier_table c10d "$SIZES" 2 "Barrier, LibTorch 1.13 c10d::TCPStore clients (store_load):"

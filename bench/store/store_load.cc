@@ -24,10 +24,13 @@
 // cost; a job's clients each start on their own host. connect_s runs from the start signal
 // until every client is constructed (each child constructs, that is connects, its clients one
 // after another: 1.13's constructor opens two connections and starts a thread), barrier_s from
-// releasing the N connected clients to the last WAIT returning, total_s is both. rss/hwm are the
-// server's VmRSS/VmHWM (from /proc/PID/status) read while all N clients (2N connections) are
-// still open; server_cpu_* is the server's user plus system CPU time in each phase (who is the
-// bottleneck: the server or the clients).
+// releasing the N connected clients to the last WAIT returning, total_s is both. A connect()
+// returns once the kernel has queued the connection in the server's listen backlog, accepted or
+// not (a 1.13 constructor sends nothing), so for a server that accepts slower than the clients
+// connect, the accepts left in its backlog fall in barrier_s; total_s is the figure to compare.
+// rss/hwm are the server's VmRSS/VmHWM (from /proc/PID/status) read while all N clients (2N
+// connections) are still open; server_cpu_* is the server's user plus system CPU time in each
+// phase (who is the bottleneck: the server or the clients).
 // Exits 1 with a message on any client error.
 #include <linux/futex.h>
 #include <pthread.h>
