@@ -1,7 +1,9 @@
 // What the store benchmark reads about a server process from /proc (Linux): resident memory
-// and CPU time. Both return 0 when the process or the field cannot be read.
+// and CPU time (both return 0 when the process or the field cannot be read), and about the load
+// generator itself: its own CPU time.
 #pragma once
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -36,6 +38,17 @@ inline double cpu_seconds(long pid) {
     if (i == 15) stime = std::stoull(field);
   }
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// User plus system CPU seconds used so far by this process, all its threads (live or ended)
+// together, at microsecond resolution (getrusage).
+inline double self_cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 }  // namespace ddp::bench

@@ -230,6 +230,12 @@ round_speedups() {
     lo = hi = v[1]; for (i = 2; i <= n; ++i) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }
     printf "%.1f-%.1fx", lo, hi }'
 }
+# cpu_cell LINE: "S + C" CPU seconds of the server and of the load generator over both phases.
+cpu_cell() {
+  awk -v a="$(field server_cpu_connect_s "$1")" -v b="$(field server_cpu_barrier_s "$1")" \
+      -v c="$(field client_cpu_connect_s "$1")" -v d="$(field client_cpu_barrier_s "$1")" \
+    'BEGIN { if (a == "") print "-"; else printf "%.2f + %.2f", a + b, c + d }'
+}
 # barrier_table LABEL SIZES CONNECTIONS_PER_CLIENT TITLE
 barrier_table() {
   local label=$1 sizes=$2 per_client=$3 title=$4
@@ -237,7 +243,7 @@ barrier_table() {
   echo
   echo "$title"
   echo
-  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | speedup per round (min-max) | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | server CPU s PyTorch / ddp |"
+  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | speedup per round (min-max) | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | CPU s server + clients, PyTorch / ddp |"
   echo "|---|---|---|---|---|---|---|---|---|"
   for n in $sizes; do
     tl=${R[torch.$label.$n]}; dl=${R[ddp.$label.$n]}
@@ -248,10 +254,7 @@ barrier_table() {
     rss=$(awk -v t="$(field rss_kb "$tl")" -v r="$(field rss_kb "$dl")" -v h="$(field hwm_kb "$dl")" \
             'BEGIN { printf "%s / %s", (t == "" ? "-" : sprintf("%.1f", t / 1024)),
                      (r == "" ? "-" : sprintf("%.1f (%.1f)", r / 1024, h / 1024)) }')
-    cpu=$(awk -v a="$(field server_cpu_connect_s "$tl")" -v b="$(field server_cpu_barrier_s "$tl")" \
-              -v c="$(field server_cpu_connect_s "$dl")" -v d="$(field server_cpu_barrier_s "$dl")" \
-            'BEGIN { printf "%s / %s", (a == "" ? "-" : sprintf("%.2f", a + b)),
-                                     (c == "" ? "-" : sprintf("%.2f", c + d)) }')
+    cpu="$(cpu_cell "$tl") / $(cpu_cell "$dl")"
     speedup=$(ratio "$t" "$d"); [[ $speedup == - ]] || speedup="${speedup}x"
     echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $(round_speedups "$label" "$n") | $per | $rss | $cpu |"
   done

@@ -16,7 +16,7 @@
 // barrier: N clients each ADD 1 to a counter; the one that reads N SETs a key, all WAIT on it.
 // Prints
 //   "barrier clients=N procs=K connect_s=C barrier_s=B total_s=T rss_kb=R hwm_kb=H
-//    server_cpu_connect_s=X server_cpu_barrier_s=Y"
+//    server_cpu_connect_s=X server_cpu_barrier_s=Y client_cpu_connect_s=U client_cpu_barrier_s=V"
 // The clients are spread over child processes of at most K clients (RLIMIT_NOFILE is per
 // process; each 1.13 client holds two sockets); the parent times them through pipes. Before the
 // clock starts, every child exists and has one parked thread per client (the ADD and the WAIT
@@ -30,7 +30,9 @@
 // connect, the accepts left in its backlog fall in barrier_s; total_s is the figure to compare.
 // rss/hwm are the server's VmRSS/VmHWM (from /proc/PID/status) read while all N clients (2N
 // connections) are still open; server_cpu_* is the server's user plus system CPU time in each
-// phase (who is the bottleneck: the server or the clients).
+// phase, client_cpu_* the children's (their clients, c10d's threads, the kernel work done in
+// their system calls) from the start signal to the last of their clients connected, and from
+// there to their last WAIT returned: who is the bottleneck, the server or the clients.
 // Exits 1 with a message on any client error.
 #include <linux/futex.h>
 #include <pthread.h>
@@ -60,6 +62,7 @@
 namespace {
 
 using ddp::bench::cpu_seconds;
+using ddp::bench::self_cpu_seconds;
 using ddp::bench::status_kb;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -250,6 +253,12 @@ int run_ops(const Options& o) {
   return 0;
 }
 
+// A barrier child's CPU seconds in each phase, sent to the parent once the child's WAITs
+// returned.
+struct ChildCpu {
+  double connect = 0, barrier = 0;
+};
+
 // One byte per event on the coordination pipes between the barrier parent and its children.
 constexpr char kPrepared = 'p', kStart = 's', kConnected = 'c', kGo = 'g', kReturned = 'r',
                kRelease = 'x';
@@ -294,9 +303,10 @@ void warm_thread_stacks(int n) {
 // generator's cost, not a client's); on the parent's start signal the clients are constructed
 // (connected) one after another on this process's coordinator thread, so each child is one
 // stream of connects. Tells the parent when all are connected and when all WAITs returned;
-// holds every connection open until released.
+// holds every connection open until released. Then writes its CPU seconds in the two phases
+// (ChildCpu) to `cpu_to_parent` in one write.
 int barrier_child(const Options& o, int first_index, int n, const std::string& prefix,
-                  int from_parent, int to_parent) {
+                  int from_parent, int to_parent, int cpu_to_parent) {
   std::vector<std::unique_ptr<c10d::TCPStore>> stores(static_cast<size_t>(n));
   Gate go, release;
   Countdown returned(n);
@@ -322,6 +332,7 @@ int barrier_child(const Options& o, int first_index, int n, const std::string& p
   warm_thread_stacks(n);  // after the client threads took theirs: these are for c10d's
   write_bytes(to_parent, kPrepared, 1);
   if (!read_bytes(from_parent, kStart, 1)) std::_Exit(1);
+  const double cpu_start = self_cpu_seconds();
   for (int i = 0; i < n; ++i) {
     try {
       stores[static_cast<size_t>(i)] = connect(o, first_index + i);
@@ -330,11 +341,17 @@ int barrier_child(const Options& o, int first_index, int n, const std::string& p
       std::_Exit(1);
     }
   }
+  const double cpu_connected = self_cpu_seconds();
   write_bytes(to_parent, kConnected, 1);
   if (!read_bytes(from_parent, kGo, 1)) std::_Exit(1);
   go.open();
   returned.wait();
   write_bytes(to_parent, kReturned, 1);
+  const ChildCpu cpu{cpu_connected - cpu_start, self_cpu_seconds() - cpu_connected};
+  if (::write(cpu_to_parent, &cpu, sizeof cpu) != sizeof cpu) {  // < PIPE_BUF: never interleaved
+    std::perror("store_load: pipe write");
+    std::_Exit(1);
+  }
   if (!read_bytes(from_parent, kRelease, 1)) std::_Exit(1);
   release.open();
   for (auto& t : threads) t.join();
@@ -347,8 +364,8 @@ int barrier_child(const Options& o, int first_index, int n, const std::string& p
 int run_barrier(const Options& o) {
   const int procs = (o.clients + o.clients_per_process - 1) / o.clients_per_process;
   const std::string prefix = "barrier/" + std::to_string(::getpid()) + "/";
-  int down[2], up[2];
-  if (::pipe(down) != 0 || ::pipe(up) != 0) {
+  int down[2], up[2], cpu_up[2];
+  if (::pipe(down) != 0 || ::pipe(up) != 0 || ::pipe(cpu_up) != 0) {
     std::perror("store_load: pipe");
     return 1;
   }
@@ -363,14 +380,16 @@ int run_barrier(const Options& o) {
     if (pid == 0) {
       ::close(down[1]);
       ::close(up[0]);
+      ::close(cpu_up[0]);
       std::fflush(stdout);
-      std::_Exit(barrier_child(o, first_index, n, prefix, down[0], up[1]));
+      std::_Exit(barrier_child(o, first_index, n, prefix, down[0], up[1], cpu_up[1]));
     }
     children.push_back(pid);
     first_index += n;
   }
   ::close(down[0]);
   ::close(up[1]);
+  ::close(cpu_up[1]);
   bool ok = read_bytes(up[0], kPrepared, procs);
   const double cpu_first = o.server_pid > 0 ? cpu_seconds(o.server_pid) : 0;
   const auto first = Clock::now();
@@ -388,9 +407,18 @@ int run_barrier(const Options& o) {
     rss_kb = status_kb(o.server_pid, "VmRSS");
     hwm_kb = status_kb(o.server_pid, "VmHWM");
   }
+  ChildCpu clients_cpu;
+  for (int k = 0; ok && k < procs; ++k) {
+    ChildCpu child;
+    ok = ::read(cpu_up[0], &child, sizeof child) == sizeof child;  // whole: written at once
+    clients_cpu.connect += child.connect;
+    clients_cpu.barrier += child.barrier;
+  }
+  if (!ok) std::fprintf(stderr, "store_load: a barrier child died before reporting its CPU time\n");
   if (ok) write_bytes(down[1], kRelease, procs);
   ::close(down[1]);
   ::close(up[0]);
+  ::close(cpu_up[0]);
   if (!ok) {
     for (pid_t pid : children) ::kill(pid, SIGKILL);  // the others may be parked in a WAIT
   }
@@ -405,9 +433,11 @@ int run_barrier(const Options& o) {
   }
   std::printf(
       "barrier clients=%d procs=%d connect_s=%.3f barrier_s=%.3f total_s=%.3f "
-      "rss_kb=%ld hwm_kb=%ld server_cpu_connect_s=%.2f server_cpu_barrier_s=%.2f\n",
+      "rss_kb=%ld hwm_kb=%ld server_cpu_connect_s=%.2f server_cpu_barrier_s=%.2f "
+      "client_cpu_connect_s=%.2f client_cpu_barrier_s=%.2f\n",
       o.clients, procs, seconds_between(first, ready), seconds_between(ready, last),
-      seconds_between(first, last), rss_kb, hwm_kb, cpu_ready - cpu_first, cpu_last - cpu_ready);
+      seconds_between(first, last), rss_kb, hwm_kb, cpu_ready - cpu_first, cpu_last - cpu_ready,
+      clients_cpu.connect, clients_cpu.barrier);
   return 0;
 }
 

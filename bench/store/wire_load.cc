@@ -15,7 +15,7 @@
 //   sends WAIT(done) once its ADD is answered; the barrier ends with the last STOP_WAITING.
 // Prints, with the fields of `store_load barrier`:
 //   "wire_barrier clients=N connect_s=C barrier_s=B total_s=T rss_kb=R hwm_kb=H
-//    server_cpu_connect_s=X server_cpu_barrier_s=Y"
+//    server_cpu_connect_s=X server_cpu_barrier_s=Y client_cpu_connect_s=U client_cpu_barrier_s=V"
 // Exits 1 with a message on a connection error or a wrong reply, 2 when --host is not a list of
 // IP addresses or the descriptors do not suffice; other bad arguments get CLI11's usage error.
 #include <sys/resource.h>
@@ -178,6 +178,7 @@ int main(int argc, char** argv) {
   }
 
   const double cpu_first = o.server_pid > 0 ? ddp::bench::cpu_seconds(o.server_pid) : 0;
+  const double own_first = ddp::bench::self_cpu_seconds();
   const auto first = Clock::now();
   for (std::size_t k = 0; k < std::min(o.in_flight, o.clients); ++k) {
     spawn(io, run, connector(run));
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double cpu_ready = o.server_pid > 0 ? ddp::bench::cpu_seconds(o.server_pid) : 0;
+  const double own_ready = ddp::bench::self_cpu_seconds();
   io.restart();
   for (std::size_t i = 0; i < o.clients; ++i) spawn(io, run, barrier_client(run, i));
   io.run();
@@ -195,6 +197,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "wire_load: barrier failed: %s\n", run.error.c_str());
     return 1;
   }
+  const double own_last = ddp::bench::self_cpu_seconds();
   long rss_kb = 0, hwm_kb = 0;
   double cpu_last = 0;
   if (o.server_pid > 0) {  // every connection is still open
@@ -207,8 +210,10 @@ int main(int argc, char** argv) {
   };
   std::printf(
       "wire_barrier clients=%zu connect_s=%.3f barrier_s=%.3f total_s=%.3f rss_kb=%ld "
-      "hwm_kb=%ld server_cpu_connect_s=%.2f server_cpu_barrier_s=%.2f\n",
+      "hwm_kb=%ld server_cpu_connect_s=%.2f server_cpu_barrier_s=%.2f client_cpu_connect_s=%.2f "
+      "client_cpu_barrier_s=%.2f\n",
       o.clients, seconds(first, run.ready), seconds(run.ready, run.last), seconds(first, run.last),
-      rss_kb, hwm_kb, cpu_ready - cpu_first, cpu_last - cpu_ready);
+      rss_kb, hwm_kb, cpu_ready - cpu_first, cpu_last - cpu_ready, own_ready - own_first,
+      own_last - own_ready);
   return 0;
 }

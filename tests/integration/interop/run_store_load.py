@@ -10,6 +10,7 @@ server's memory read from /proc. Not a timed test: no figure is compared with a 
 """
 
 import argparse
+import os
 import subprocess
 import sys
 
@@ -51,6 +52,17 @@ def check_barrier_times(result):
     connect, phase, total = (float(result[k]) for k in ("connect_s", "barrier_s", "total_s"))
     check(connect > 0 and phase > 0, f"phases {connect} s and {phase} s")
     check(abs(connect + phase - total) < 0.002, f"{connect} + {phase} != total {total}")
+    # CPU seconds of the server and of the load generator in each phase; the clients' cannot
+    # exceed what the machine's cores could give them in that phase.
+    cores = os.cpu_count() or 1
+    for who in ("server", "client"):
+        for name, wall in (("connect", connect), ("barrier", phase)):
+            key = f"{who}_cpu_{name}_s"
+            check(key in result, f"no {key} field")
+            cpu = float(result[key])
+            check(cpu >= 0, f"{key} {cpu} < 0")
+            if who == "client":
+                check(cpu <= cores * wall + 0.01, f"{key} {cpu} s in {wall} s on {cores} cores")
 
 
 def main():
