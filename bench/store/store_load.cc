@@ -410,11 +410,14 @@ int run_barrier(const Options& o) {
   ChildCpu clients_cpu;
   for (int k = 0; ok && k < procs; ++k) {
     ChildCpu child;
-    ok = ::read(cpu_up[0], &child, sizeof child) == sizeof child;  // whole: written at once
+    if (::read(cpu_up[0], &child, sizeof child) != sizeof child) {  // whole: written at once
+      std::fprintf(stderr, "store_load: a barrier child died before reporting its CPU time\n");
+      ok = false;
+      break;
+    }
     clients_cpu.connect += child.connect;
     clients_cpu.barrier += child.barrier;
   }
-  if (!ok) std::fprintf(stderr, "store_load: a barrier child died before reporting its CPU time\n");
   if (ok) write_bytes(down[1], kRelease, procs);
   ::close(down[1]);
   ::close(up[0]);
