@@ -154,40 +154,28 @@ echo "Store benchmark on $(nproc) cores, $(uname -r), RLIMIT_NOFILE $NOFILE," \
 echo "$SOMAXCONN_NOTE" >&2
 declare -A R
 declare -A RUNS
-for n in $OPS_CLIENTS; do
-  for (( r = 1; r <= REPEATS; ++r )); do
-    for kind in torch ddp; do
-      echo "  ops, $n clients, $kind, run $r ..." >&2
-      RUNS[$kind.ops.$n.$r]=$(measure "$kind" store_load ops --clients "$n" \
-                                --seconds "$OPS_SECONDS")
-      echo "    ${RUNS[$kind.ops.$n.$r]}" >&2
-    done
-  done
-  for kind in torch ddp; do
-    lines=(); for (( r = 1; r <= REPEATS; ++r )); do lines+=("${RUNS[$kind.ops.$n.$r]}"); done
-    R[$kind.ops.$n]=$(median ops_per_s "${lines[@]}")
-  done
-done
-# barriers LABEL SIZES PROGRAM ARGS...: REPEATS alternating runs of each size; the medians
-# go to R[torch.LABEL.N] and R[ddp.LABEL.N].
-barriers() {
-  local label=$1 sizes=$2; shift 2
+# cells KEY LABEL SIZES PROGRAM ARGS...: REPEATS alternating runs of PROGRAM ARGS --clients N for
+# each N in SIZES, every run on a fresh server; the lines whose KEY is the median go to
+# R[torch.LABEL.N] and R[ddp.LABEL.N], every run's line to RUNS[KIND.LABEL.N.ROUND].
+cells() {
+  local key=$1 label=$2 sizes=$3; shift 3
   local n r kind lines
   for n in $sizes; do
     for (( r = 1; r <= REPEATS; ++r )); do
       for kind in torch ddp; do
-        echo "  $label barrier, $n clients, $kind, run $r ..." >&2
+        echo "  $label, $n clients, $kind, run $r ..." >&2
         RUNS[$kind.$label.$n.$r]=$(measure "$kind" "$@" --clients "$n")
         echo "    ${RUNS[$kind.$label.$n.$r]}" >&2
       done
     done
     for kind in torch ddp; do
       lines=(); for (( r = 1; r <= REPEATS; ++r )); do lines+=("${RUNS[$kind.$label.$n.$r]}"); done
-      R[$kind.$label.$n]=$(median total_s "${lines[@]}")
+      R[$kind.$label.$n]=$(median "$key" "${lines[@]}")
     done
   done
 }
 
+cells ops_per_s ops "$OPS_CLIENTS" store_load ops --seconds "$OPS_SECONDS"
 SIZES=""
 for n in $BARRIER_SIZES; do
   if (( n > MAX_CLIENTS )); then
@@ -198,13 +186,13 @@ connections, so one server process can hold at most ($NOFILE - $SERVER_RESERVED_
   fi
   SIZES="$SIZES $n"
 done
-barriers c10d "$SIZES" store_load barrier --clients-per-process "$CLIENTS_PER_PROCESS"
+cells total_s c10d "$SIZES" store_load barrier --clients-per-process "$CLIENTS_PER_PROCESS"
 WIRE=""
 for n in $WIRE_SIZES; do   # one descriptor per client on each side
   (( n <= NOFILE - 40 )) || n=$(( NOFILE - 40 ))
   WIRE="$WIRE $n"
 done
-barriers wire "$WIRE" wire_load
+cells total_s wire "$WIRE" wire_load
 
 # --- table --------------------------------------------------------------------------------
 echo
