@@ -16,9 +16,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
 OPS_SECONDS=${OPS_SECONDS:-3}
-OPS_CLIENTS=${OPS_CLIENTS:-"1 8 64"}
-BARRIER_SIZES=${BARRIER_SIZES:-"1000 2000 4000 5000 10000"}
-WIRE_SIZES=${WIRE_SIZES:-"1000 2000 4000 10000"}
+OPS_CLIENTS=${OPS_CLIENTS-"1 8 64"}   # an empty list skips these cells (the same below)
+BARRIER_SIZES=${BARRIER_SIZES-"1000 2000 4000 5000 10000"}
+WIRE_SIZES=${WIRE_SIZES-"1000 2000 4000 10000"}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 REPEATS=${REPEATS:-3}    # each cell is the median of this many runs (the machine is shared)
 # The barrier's clients are spread over processes of this many clients; each process connects
@@ -149,7 +149,8 @@ median() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-";
                                            else printf "%.2f", a / b }'; }
 
-echo "Store benchmark on $(nproc) cores, $(uname -r), RLIMIT_NOFILE $NOFILE," \
+CORES=$(nproc)
+echo "Store benchmark on $CORES cores, $(uname -r), RLIMIT_NOFILE $NOFILE," \
      "load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo "$SOMAXCONN_NOTE" >&2
 declare -A R
@@ -214,9 +215,29 @@ round_speedups() {
     t=$(field total_s "${RUNS[torch.$1.$2.$r]}"); d=$(field total_s "${RUNS[ddp.$1.$2.$r]}")
     if [[ -n $t && -n $d ]]; then list="$list $(ratio "$t" "$d")"; fi
   done
-  awk -v l="$list" 'BEGIN { n = split(l, v, " "); if (n == 0) { print "-"; exit }
+  min_max "$list"
+}
+# min_max "V1 V2 ...": "lo-hix" of the values, or "-" when there are none.
+min_max() {
+  awk -v l="$1" 'BEGIN { n = split(l, v, " "); if (n == 0) { print "-"; exit }
     lo = hi = v[1]; for (i = 2; i <= n; ++i) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }
     printf "%.1f-%.1fx", lo, hi }'
+}
+# round_ceilings LABEL N CLIENT_CORES: "min-max" over the rounds of the speedup a server costing
+# no CPU at all could reach against that round's PyTorch server: PyTorch's total_s over the
+# clients' own CPU seconds in the ddp-rendezvous round beside it, spread over the CLIENT_CORES
+# cores the load generator can use (the clients spend about the same whichever server they talk
+# to, so no server can finish the round sooner), or "-".
+round_ceilings() {
+  local r t c list=""
+  for (( r = 1; r <= REPEATS; ++r )); do
+    t=$(field total_s "${RUNS[torch.$1.$2.$r]}")
+    c=$(awk -v a="$(field client_cpu_connect_s "${RUNS[ddp.$1.$2.$r]}")" \
+            -v b="$(field client_cpu_barrier_s "${RUNS[ddp.$1.$2.$r]}")" -v n="$3" \
+          'BEGIN { if (a == "" || b == "") print ""; else printf "%.4f", (a + b) / n }')
+    if [[ -n $t && -n $c ]]; then list="$list $(ratio "$t" "$c")"; fi
+  done
+  min_max "$list"
 }
 # cpu_cell LINE: "S + C" CPU seconds of the server and of the load generator over both phases.
 cpu_cell() {
@@ -224,15 +245,15 @@ cpu_cell() {
       -v c="$(field client_cpu_connect_s "$1")" -v d="$(field client_cpu_barrier_s "$1")" \
     'BEGIN { if (a == "") print "-"; else printf "%.2f + %.2f", a + b, c + d }'
 }
-# barrier_table LABEL SIZES CONNECTIONS_PER_CLIENT TITLE
+# barrier_table LABEL SIZES CONNECTIONS_PER_CLIENT CLIENT_CORES TITLE
 barrier_table() {
-  local label=$1 sizes=$2 per_client=$3 title=$4
+  local label=$1 sizes=$2 per_client=$3 client_cores=$4 title=$5
   local n tl dl t d tcell dcell per rss cpu speedup
   echo
   echo "$title"
   echo
-  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | speedup per round (min-max) | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | CPU s server + clients, PyTorch / ddp |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | speedup per round (min-max) | ceiling per round: a free server (min-max) | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | CPU s server + clients, PyTorch / ddp |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   for n in $sizes; do
     tl=${R[torch.$label.$n]}; dl=${R[ddp.$label.$n]}
     t=$(field total_s "$tl"); d=$(field total_s "$dl")
@@ -244,11 +265,11 @@ barrier_table() {
                      (r == "" ? "-" : sprintf("%.1f (%.1f)", r / 1024, h / 1024)) }')
     cpu="$(cpu_cell "$tl") / $(cpu_cell "$dl")"
     speedup=$(ratio "$t" "$d"); [[ $speedup == - ]] || speedup="${speedup}x"
-    echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $(round_speedups "$label" "$n") | $per | $rss | $cpu |"
+    echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $(round_speedups "$label" "$n") | $(round_ceilings "$label" "$n" "$client_cores") | $per | $rss | $cpu |"
   done
 }
-barrier_table c10d "$SIZES" 2 "Barrier, LibTorch 1.13 c10d::TCPStore clients (store_load):"
-barrier_table wire "$WIRE" 1 \
+barrier_table c10d "$SIZES" 2 "$CORES" "Barrier, LibTorch 1.13 c10d::TCPStore clients (store_load):"
+barrier_table wire "$WIRE" 1 1 \
   "Barrier, raw 1.13-protocol clients on one thread, one connection each (wire_load):"
 [[ -z $LIMIT_NOTE ]] || { echo; echo "$LIMIT_NOTE"; }
 echo; echo "$SOMAXCONN_NOTE"
