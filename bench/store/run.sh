@@ -207,37 +207,30 @@ for n in $OPS_CLIENTS; do
   cpu="$(field server_cpu_us_per_op "$tl") / $(field server_cpu_us_per_op "$dl")"
   echo "| set/get/add, $n clients | ${t:-$tl} | ${d:-$dl} | $(ratio "$d" "$t") | $cpu |"
 done
-# round_speedups LABEL N: "min-max" of PyTorch / ddp-rendezvous total_s over the rounds where
-# both succeeded (each round runs the two servers back to back), or "-".
-round_speedups() {
+# per_round LABEL N DENOMINATOR [ARGS...]: "min-max" over the rounds (each runs the two servers
+# back to back) of PyTorch's total_s over `DENOMINATOR DDP_LINE ARGS...` of the ddp-rendezvous
+# run beside it, skipping rounds where either gives nothing; "-" when none is left.
+per_round() {
+  local label=$1 n=$2 denominator=$3; shift 3
   local r t d list=""
   for (( r = 1; r <= REPEATS; ++r )); do
-    t=$(field total_s "${RUNS[torch.$1.$2.$r]}"); d=$(field total_s "${RUNS[ddp.$1.$2.$r]}")
+    t=$(field total_s "${RUNS[torch.$label.$n.$r]}")
+    d=$("$denominator" "${RUNS[ddp.$label.$n.$r]}" "$@")
     if [[ -n $t && -n $d ]]; then list="$list $(ratio "$t" "$d")"; fi
   done
-  min_max "$list"
-}
-# min_max "V1 V2 ...": "lo-hix" of the values, or "-" when there are none.
-min_max() {
-  awk -v l="$1" 'BEGIN { n = split(l, v, " "); if (n == 0) { print "-"; exit }
+  awk -v l="$list" 'BEGIN { n = split(l, v, " "); if (n == 0) { print "-"; exit }
     lo = hi = v[1]; for (i = 2; i <= n; ++i) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }
     printf "%.1f-%.1fx", lo, hi }'
 }
-# round_ceilings LABEL N CLIENT_CORES: "min-max" over the rounds of the speedup a server costing
-# no CPU at all could reach against that round's PyTorch server: PyTorch's total_s over the
-# clients' own CPU seconds in the ddp-rendezvous round beside it, spread over the CLIENT_CORES
-# cores the load generator can use (the clients spend about the same whichever server they talk
-# to, so no server can finish the round sooner), or "-".
-round_ceilings() {
-  local r t c list=""
-  for (( r = 1; r <= REPEATS; ++r )); do
-    t=$(field total_s "${RUNS[torch.$1.$2.$r]}")
-    c=$(awk -v a="$(field client_cpu_connect_s "${RUNS[ddp.$1.$2.$r]}")" \
-            -v b="$(field client_cpu_barrier_s "${RUNS[ddp.$1.$2.$r]}")" -v n="$3" \
-          'BEGIN { if (a == "" || b == "") print ""; else printf "%.4f", (a + b) / n }')
-    if [[ -n $t && -n $c ]]; then list="$list $(ratio "$t" "$c")"; fi
-  done
-  min_max "$list"
+# Denominators for per_round. total_of LINE: the run's total_s (per_round gives the speedup).
+# clients_floor LINE CLIENT_CORES: the clients' own CPU seconds spread over the CLIENT_CORES
+# cores the load generator can use, the shortest round any server could give them (they spend
+# about the same whichever server they talk to); per_round gives the ceiling, the speedup a
+# server costing no CPU at all could reach against that round's PyTorch server.
+total_of() { field total_s "$1"; }
+clients_floor() {
+  awk -v a="$(field client_cpu_connect_s "$1")" -v b="$(field client_cpu_barrier_s "$1")" \
+      -v n="$2" 'BEGIN { if (a != "" && b != "") printf "%.4f", (a + b) / n }'
 }
 # cpu_cell LINE: "S + C" CPU seconds of the server and of the load generator over both phases.
 cpu_cell() {
@@ -265,7 +258,7 @@ barrier_table() {
                      (r == "" ? "-" : sprintf("%.1f (%.1f)", r / 1024, h / 1024)) }')
     cpu="$(cpu_cell "$tl") / $(cpu_cell "$dl")"
     speedup=$(ratio "$t" "$d"); [[ $speedup == - ]] || speedup="${speedup}x"
-    echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $(round_speedups "$label" "$n") | $(round_ceilings "$label" "$n" "$client_cores") | $per | $rss | $cpu |"
+    echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $(per_round "$label" "$n" total_of) | $(per_round "$label" "$n" clients_floor "$client_cores") | $per | $rss | $cpu |"
   done
 }
 barrier_table c10d "$SIZES" 2 "$CORES" "Barrier, LibTorch 1.13 c10d::TCPStore clients (store_load):"
