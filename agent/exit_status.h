@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/signal_name.h"
+
 namespace ddp::agent {
 
 struct ExitStatus {
@@ -23,8 +25,5 @@ struct ExitStatus {
 
   bool operator==(const ExitStatus&) const = default;
 };
-
-// "SIGKILL" for 9; "SIG<n>" for numbers without a name.
-std::string signal_name(int signal);
 
 }  // namespace ddp::agent

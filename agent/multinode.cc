@@ -8,7 +8,6 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <set>
@@ -32,9 +31,9 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-// Every agent ADDs this key on the daemon when it saw JobFinished; the host agent keeps the
-// daemon up until all participants did (so their JobFinished is not cut off), bounded.
-constexpr const char* kFinishedKey = "/ddprun/finished";
+// The host agent keeps its daemon up after JobFinished until every other node of the job
+// closed its connection (so their JobFinished is not cut off), for at most this long (a
+// frozen or cut-off node keeps its connection open).
 constexpr auto kFinishLinger = 5s;
 // Set in every worker's environment: which agent started it (for the death watch).
 constexpr const char* kAgentVariable = "DDPRUN_AGENT_ID";
@@ -169,7 +168,8 @@ class Node final : public ProcessObserver {
 
   std::string unreachable_message(const Status& s) const {
     if (!rdzv_.node_rank) {
-      return s.message() + "; start the agent on the --rdzv-endpoint host (it hosts the "
+      return s.message() +
+             "; start the agent on the --rdzv-endpoint host (it hosts the "
              "rendezvous) or a ddp-rendezvous there, check the endpoint, or raise --rdzv-conf "
              "read_timeout";
     }
@@ -240,7 +240,10 @@ class Node final : public ProcessObserver {
     if (auto* s = std::get_if<membership::StopWorkers>(&payload)) return on_stop(*s);
     if (auto* f = std::get_if<membership::JobFinished>(&payload)) return on_finished(*f);
     if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) {
-      return finish(1, "rendezvous error: " + e->message);
+      // kPeerGone: the daemon removed this node (missed heartbeats, stop timeout); its
+      // message says so. Anything else is a rendezvous error (e.g. the join timed out).
+      return abandon(e->code == ErrorCode::kPeerGone ? e->message
+                                                     : "rendezvous error: " + e->message);
     }
   }
 
@@ -340,39 +343,22 @@ class Node final : public ProcessObserver {
     if (f.exit_code != 0 && !f.root_cause) spdlog::error("job failed: {}", f.reason);
     spdlog::info("job {} finished with exit code {}", setup_.group.run_id, f.exit_code);
     if (current_ != nullptr) current_->kill_now();
-    // Count this node as done on the daemon; the host keeps serving until all counted.
-    std::uint32_t nodes = static_cast<std::uint32_t>(std::max(1, setup_.group.group_world_size));
-    rdzv::Request add{.op = rdzv::Op::kAdd, .key = kFinishedKey, .delta = 1};
     finished_ = true;
     exit_code_ = f.exit_code;
-    client_->store(add, [this, nodes](Result<std::string> reply) {
-      if (daemon_ == nullptr || !reply || count_of(*reply) >= nodes) return finish(exit_code_, {});
-      poll_finished(nodes);
-    });
+    // A node's closed connection tells the host it got JobFinished (or is gone).
+    if (daemon_ == nullptr) return finish(exit_code_, {});
+    client_->close();
+    daemon_->when_job_drained(setup_.group.run_id, [this] { finish(exit_code_, {}); });
+    if (done_) return;
     linger_.expires_after(kFinishLinger);
     linger_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) finish(exit_code_, {});
+      if (ec) return;
+      spdlog::warn(
+          "job {}: a node still holds its rendezvous connection {} s after the end; "
+          "exiting without waiting for it",
+          setup_.group.run_id, std::chrono::seconds(kFinishLinger).count());
+      finish(exit_code_, {});
     });
-  }
-
-  // Host only: re-reads the counter (ADD 0) each time a store reply arrives, until every
-  // node counted itself or the linger deadline passes.
-  void poll_finished(std::uint32_t nodes) {
-    rdzv::Request add{.op = rdzv::Op::kAdd, .key = kFinishedKey, .delta = 0};
-    poll_timer_ = std::make_unique<asio::steady_timer>(io_, 20ms);  // poll period, not a wait
-    poll_timer_->async_wait([this, add, nodes](const boost::system::error_code& ec) {
-      if (ec || done_) return;
-      client_->store(add, [this, nodes](Result<std::string> reply) {
-        if (!reply || count_of(*reply) >= nodes) return finish(exit_code_, {});
-        poll_finished(nodes);
-      });
-    });
-  }
-
-  static std::uint32_t count_of(const std::string& reply) {
-    std::int64_t v = 0;
-    if (reply.size() >= sizeof v) std::memcpy(&v, reply.data(), sizeof v);
-    return v < 0 ? 0 : static_cast<std::uint32_t>(v);
   }
 
   void print_root_cause(const membership::Failure& f, const std::string& reason) {
@@ -384,7 +370,14 @@ class Node final : public ProcessObserver {
 
   void on_disconnect(const Status& s) {
     if (finished_) return finish(exit_code_, {});
-    spdlog::error("lost the rendezvous daemon: {}; stopping the workers", s.message());
+    abandon("lost the rendezvous daemon: " + s.message());
+  }
+
+  // This node can no longer take part in the job (the daemon is gone, or it removed this
+  // node): stop the workers gracefully, then exit 1 (a signal's code if one came first).
+  void abandon(const std::string& why) {
+    if (lost_ || done_) return;
+    spdlog::error("{}; stopping the workers", why);
     lost_ = true;
     exit_code_ = 1;
     if (current_ != nullptr && current_->phase() != Supervisor::Phase::kDone) {
@@ -434,7 +427,6 @@ class Node final : public ProcessObserver {
     stdin_.cancel();
     linger_.cancel();
     rejoin_timer_.cancel();
-    if (poll_timer_) poll_timer_->cancel();
     if (client_ && client_->is_open()) client_->close();
     if (store_) store_->stop();
     if (daemon_) daemon_->stop();
@@ -452,7 +444,6 @@ class Node final : public ProcessObserver {
   StdinWatch stdin_;
   asio::steady_timer linger_;
   asio::steady_timer rejoin_timer_;  // static rank > 0: pause before joining again
-  std::unique_ptr<asio::steady_timer> poll_timer_;
   std::unique_ptr<rdzv::Server> daemon_;
   std::string daemon_connect_host_;  // static node rank 0: where its own client connects
   std::chrono::steady_clock::time_point connect_deadline_;  // static rank > 0: retry until

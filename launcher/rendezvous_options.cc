@@ -75,6 +75,12 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
     return Status::ok();
   }
   if (config.rdzv_backend == "static") {
+    // Only when chosen: static is also the default, which fan-out (--hosts) turns into c10d.
+    if (backend.given && config.rdzv_conf.count("is_host") != 0) {
+      return from(conf, invalid_argument("--rdzv-conf is_host does not apply to --rdzv-backend "
+                                         "static (node rank 0 hosts the rendezvous on "
+                                         "--master-addr:--master-port); drop is_host"));
+    }
     if (config.min_nodes != config.max_nodes) {
       return invalid_argument("--nnodes " + nnodes.text + " is elastic, which the static " +
                               "backend cannot do; add --rdzv-backend c10d or give one number");

@@ -25,6 +25,7 @@ membership::NodeId NativeHub::attach(NativePeer& peer) {
 void NativeHub::handle(membership::NodeId id, membership::Request request) {
   deliver(registry_.handle(id, std::move(request), Clock::now()));
   rearm();
+  notify_drained();
 }
 
 void NativeHub::touch(membership::NodeId id) {
@@ -37,10 +38,34 @@ void NativeHub::closed(membership::NodeId id) {
   if (peers_.erase(id) == 0) return;
   deliver(registry_.connection_closed(id, Clock::now()));
   rearm();
+  notify_drained();
+}
+
+void NativeHub::when_drained(std::string run_id, std::function<void()> done) {
+  if (stopped_) return;
+  drain_waiters_.emplace_back(std::move(run_id), std::move(done));
+  notify_drained();
+}
+
+bool NativeHub::drained(const std::string& run_id) const {
+  const membership::Job* job = registry_.find(run_id);
+  const bool finished = job == nullptr || job->state() == membership::Job::State::kFinished;
+  return finished && registry_.connections(run_id) == 0;
+}
+
+void NativeHub::notify_drained() {
+  std::vector<std::function<void()>> ready;
+  std::erase_if(drain_waiters_, [&](auto& waiter) {
+    if (!drained(waiter.first)) return false;
+    ready.push_back(std::move(waiter.second));
+    return true;
+  });
+  for (auto& done : ready) done();
 }
 
 void NativeHub::stop() {
   stopped_ = true;
+  drain_waiters_.clear();
   armed_.reset();
   timer_.cancel();
 }

@@ -14,10 +14,13 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/registry.h"
@@ -49,6 +52,11 @@ class NativeHub {
   void touch(membership::NodeId id);
   // The connection closed (EOF, error, server stop): the node is gone at once.
   void closed(membership::NodeId id);
+  // Calls `done` once, on this thread, when job `run_id` has finished and no connection is
+  // bound to it any more (every node that was told JobFinished closed or LEFT), or at once
+  // when that is already so. A host agent waits on it before stopping its embedded daemon,
+  // so no other node's JobFinished is cut off. Dropped uncalled by stop().
+  void when_drained(std::string run_id, std::function<void()> done);
   // Cancels the deadline timer; later calls still work but no deadline fires.
   void stop();
 
@@ -58,12 +66,16 @@ class NativeHub {
   void deliver(const membership::Events& events);
   void rearm();
   void on_timer();
+  bool drained(const std::string& run_id) const;
+  // Runs the drain callbacks whose job is drained now.
+  void notify_drained();
 
   membership::Registry registry_;
   boost::asio::steady_timer timer_;
   std::optional<membership::TimePoint> armed_;  // the deadline the timer waits for
   std::unordered_map<membership::NodeId, NativePeer*> peers_;
   membership::NodeId next_id_ = 1;
+  std::vector<std::pair<std::string, std::function<void()>>> drain_waiters_;
   bool stopped_ = false;
   // Expires with the hub: a timer handler already queued when the hub dies sees it gone.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

@@ -1,5 +1,6 @@
 #include "rendezvous/rdzv_client.h"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -154,6 +155,11 @@ void RdzvClient::arm_heartbeat() {
   heartbeat_.expires_after(keep_alive_);
   heartbeat_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || !self->heartbeats_on_ || !self->is_open()) return;
+    // Fired over an interval late: this process was paused or starved (SIGSTOP, a VM
+    // freeze), so the daemon's silence meanwhile proves nothing; it counts from now, and
+    // whatever the daemon sent meanwhile is read before the next check.
+    const auto now = Clock::now();
+    if (now - self->heartbeat_.expiry() > self->keep_alive_) self->resumed_at_ = now;
     if (!self->check_daemon_alive()) return;
     self->send(membership::encode_request(membership::Heartbeat{}));
     self->arm_heartbeat();
@@ -162,8 +168,10 @@ void RdzvClient::arm_heartbeat() {
 
 bool RdzvClient::check_daemon_alive() {
   const auto now = Clock::now();
-  if (owed_since_ && now - *owed_since_ >= silence_budget_ && now - last_rx_ >= silence_budget_) {
-    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_rx_);
+  const auto heard = std::max(last_rx_, resumed_at_);
+  if (owed_since_ && now - std::max(*owed_since_, resumed_at_) >= silence_budget_ &&
+      now - heard >= silence_budget_) {
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - heard);
     end(peer_gone("lost the rendezvous daemon at " + peer_ + ": it sent nothing for " +
                   std::to_string(silent.count()) + "ms (budget keep_alive_interval x " +
                   "keep_alive_max_attempt = " + std::to_string(silence_budget_.count()) +

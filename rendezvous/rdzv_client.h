@@ -24,6 +24,9 @@
 // that same budget and no byte at all came from the daemon meanwhile (a partition: the TCP
 // connection stays open but silent), the client ends with on_disconnect(kPeerGone "... sent
 // nothing for N ms ..."). A parked WAIT is not owed a reply (no probe is sent behind it).
+// A heartbeat tick that fires over an interval late means this process itself was paused
+// (SIGSTOP, a VM freeze): silence is then counted from the wake-up, so what the daemon sent
+// meanwhile (e.g. that it removed this node) is read before the daemon is judged silent.
 // TCPStore queries may share the connection (rendezvous/framer.h): store() keeps one in
 // flight and queues the rest, so replies match queries; a WAIT that never completes blocks
 // later store() calls (but not rendezvous traffic).
@@ -130,6 +133,7 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   bool heartbeats_on_ = false;
   std::chrono::milliseconds silence_budget_{0};  // keep_alive_interval * max_attempt
   Clock::time_point last_rx_{};                  // last byte from the daemon
+  Clock::time_point resumed_at_{};               // when this process last woke from a pause
   std::optional<Clock::time_point> owed_since_;  // in-flight query that must be answered
   std::uint32_t ping_nonce_ = 0;
   std::string in_;

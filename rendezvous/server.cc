@@ -136,6 +136,11 @@ class ServerImpl final : public Server {
     listener_->sessions->native.stop();
   }
 
+  void when_job_drained(std::string run_id, std::function<void()> done) override {
+    if (stopped_) return;
+    listener_->sessions->native.when_drained(std::move(run_id), std::move(done));
+  }
+
   const membership::Registry& registry() const override {
     return listener_->sessions->native.registry();
   }

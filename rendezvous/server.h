@@ -9,11 +9,11 @@
 // io_context's single thread may call stop() or destroy the Server. No locks.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
 
 #include "common/status.h"
 #include "rendezvous/limits.h"
@@ -22,7 +22,7 @@
 namespace ddp::rdzv {
 
 struct ServerOptions {
-  std::string host;          // bind address; empty = all interfaces (IPv6 dual-stack, else IPv4)
+  std::string host;            // bind address; empty = all interfaces (IPv6 dual-stack, else IPv4)
   std::uint16_t port = 29400;  // 0 picks a free port
   Limits limits;
   membership::RegistryOptions registry;  // how long finished jobs are remembered
@@ -47,6 +47,10 @@ class Server {
   // Stops accepting and closes every connection. Idempotent. Connections finish
   // closing asynchronously on the io_context.
   virtual void stop() = 0;
+
+  // Calls `done` on the io_context once job `run_id` has finished and every connection bound
+  // to it closed (NativeHub::when_drained); never after stop().
+  virtual void when_job_drained(std::string run_id, std::function<void()> done) = 0;
 
   // The native rendezvous' jobs, read-only: for a process embedding the daemon that needs a
   // job's outcome (the launching ddprun of an ssh/pbsdsh fan-out, launcher/fanout/).

@@ -13,6 +13,7 @@
 #include "agent/error_report.h"
 #include "agent/failure_wire.h"
 #include "agent/rdzv_settings.h"
+#include "common/signal_name.h"
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/fanout/child_processes.h"
 #include "launcher/fanout/launch_checks.h"
@@ -159,7 +160,7 @@ class Fanout final : public agent::ProcessObserver {
         spdlog::warn("second SIGINT: ending every {} session now", launcher_name());
         signal_all(SIGTERM);
       } else {
-        spdlog::warn("received {}: stopping every node's agent", agent::signal_name(sig));
+        spdlog::warn("received {}: stopping every node's agent", signal_name(sig));
         if (stop_signal_ == 0) stop_signal_ = sig;
         begin_stop(sig);
       }

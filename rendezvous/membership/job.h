@@ -11,9 +11,15 @@
 //           kStopping --(every participant stopped; restart and >= MIN nodes)--> kRunning
 //                                          (next round, completes at once: nodes are known)
 //           kStopping --(no restarts left | < MIN nodes remain)--> kFinished (exit != 0)
-// Restarts: a failure or a lost node moves restart_count once per round, when the stop
-// begins (later reports for the same round are recorded for the root cause, not counted);
-// a waiting node's restart does not move it; max_restarts exhausted means the job fails.
+// Restarts: a worker failure moves restart_count once per round, when the stop begins (later
+// reports for the same round are recorded for the root cause, not counted); max_restarts
+// exhausted means the job fails. Departures (a participant lost while running: LEAVE, closed
+// connection, missed heartbeats) re-form the job without moving it, as long as >= MIN nodes
+// remain; only the departures after the first max_nodes of the job's life count like a
+// failure (the bound on a flapping node). A waiting node's restart does not move it.
+// Removal: a node removed for missed heartbeats or a stop timeout is told at once
+// (ErrorEvent kPeerGone naming why, pushed on its still-open connection), and every later
+// request on that connection is refused with the same reason (Registry), never dropped.
 // Rank rule: ranks.h. Pinned ranks (static rendezvous, pinned_ranks): every JOIN names its
 // group rank; a JOIN without one, or naming a rank a present node holds, gets an ErrorEvent
 // (the job goes on without that node); a node joining a running pinned job (its rank's holder
@@ -71,6 +77,15 @@ class Job {
   std::uint32_t restart_count() const { return restart_count_; }
   std::size_t node_count() const { return members_.size(); }
   bool has_node(NodeId id) const { return members_.count(id) != 0; }
+  // Why `id` was removed by the daemon (missed heartbeats, stop timeout): the message it was
+  // pushed; nullptr when it was not removed that way (or forget() ran).
+  const std::string* removal(NodeId id) const;
+  // The connection of `id` closed: drop what was remembered of it.
+  void forget(NodeId id) { removed_.erase(id); }
+  // Removed nodes whose connections are still open.
+  std::size_t removed_count() const { return removed_.size(); }
+  // Participants lost while running so far (each re-formed the job or stopped it).
+  std::uint32_t departures() const { return departures_; }
   // After kFinished: the exit code every node was told and why.
   std::int32_t exit_code() const { return exit_code_; }
   const std::string& finish_reason() const { return finish_reason_; }
@@ -140,6 +155,9 @@ class Job {
   TimePoint stop_deadline_;
   Outcome outcome_ = Outcome::kRestart;
   std::vector<Failure> failures_;  // this round's, across nodes
+
+  std::uint32_t departures_ = 0;
+  std::unordered_map<NodeId, std::string> removed_;  // removed ids with open connections
 
   std::int32_t exit_code_ = 0;
   std::string finish_reason_;

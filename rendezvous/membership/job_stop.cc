@@ -2,9 +2,15 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/signal_name.h"
 #include "rendezvous/membership/job.h"
 
 namespace ddp::membership {
+
+const std::string* Job::removal(NodeId id) const {
+  auto it = removed_.find(id);
+  return it == removed_.end() ? nullptr : &it->second;
+}
 
 std::string Job::describe(const Member& m) const {
   std::string text = "node " + m.info.node_key;
@@ -50,7 +56,7 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
       if (auto first = earliest_failure()) {
         detail = "worker rank " + std::to_string(first->rank) + " on node " + first->node_key +
                  " (group rank " + std::to_string(first->group_rank) + ") failed with exit code " +
-                 std::to_string(first->exit_code);
+                 describe_exit_code(first->exit_code);
       }
       begin_stop(StopReason::kWorkerFailed, /*counts=*/true, std::move(detail), out);
     } else {
@@ -107,6 +113,16 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
                                                            : "did not stop its workers";
   std::string detail = describe(m) + " " + how;
   if (!why_text.empty()) detail += " (" + why_text + ")";
+  if (why == GoneReason::kHeartbeatMissed || why == GoneReason::kStopTimeout) {
+    std::string told = "the rendezvous removed this node from job '" + run_id_ + "': " + detail;
+    told += why == GoneReason::kHeartbeatMissed
+                ? "; an agent stopped or cut off for longer than keep_alive_interval x "
+                  "keep_alive_max_attempt is removed: start it again to rejoin, or raise "
+                  "--rdzv-conf keep_alive_max_attempt"
+                : "; raise --rdzv-conf close_timeout above --shutdown-timeout";
+    out.push_back({id, ErrorEvent{ErrorCode::kPeerGone, told}});
+    removed_[id] = std::move(told);
+  }
   switch (m.role) {
     case Role::kPending:
       --pending_count_;
@@ -125,7 +141,13 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
           finish(true, "every worker on every node exited 0", /*notify=*/true, out);
         }
       } else if (state_ == State::kRunning) {
-        begin_stop(StopReason::kNodeLost, /*counts=*/true, std::move(detail), out);
+        const bool counts = departures_ >= config_.max_nodes;
+        ++departures_;
+        if (counts) {
+          detail += "; departures after the first " + std::to_string(config_.max_nodes) +
+                    " count as restarts";
+        }
+        begin_stop(StopReason::kNodeLost, counts, std::move(detail), out);
       } else if (state_ == State::kStopping) {
         maybe_finish_stop(out);
       }

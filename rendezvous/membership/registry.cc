@@ -49,6 +49,27 @@ Job* Registry::job_of(NodeId conn) {
   return j == jobs_.end() ? nullptr : j->second.job.get();
 }
 
+std::size_t Registry::connections(const std::string& run_id) const {
+  auto it = bound_.find(run_id);
+  if (it == bound_.end()) return 0;
+  const Job* job = find(run_id);
+  return it->second - (job != nullptr ? job->removed_count() : 0);
+}
+
+void Registry::bind(NodeId conn, const std::string& run_id) {
+  unbind(conn);
+  conn_job_[conn] = run_id;
+  ++bound_[run_id];
+}
+
+void Registry::unbind(NodeId conn) {
+  auto c = conn_job_.find(conn);
+  if (c == conn_job_.end()) return;
+  auto b = bound_.find(c->second);
+  if (b != bound_.end() && --b->second == 0) bound_.erase(b);
+  conn_job_.erase(c);
+}
+
 Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   if (Status s = validate_join(request); !s) return {error_to(conn, s)};
   if (Job* bound = job_of(conn); bound && bound->has_node(conn)) {
@@ -72,7 +93,7 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   Events out;
   Job& job = *it->second.job;
   job.join(conn, std::move(request.node), request.node_rank, now, out);
-  if (job.has_node(conn)) conn_job_[conn] = job.run_id();
+  if (job.has_node(conn)) bind(conn, job.run_id());
   update(job.run_id());
   return out;
 }
@@ -85,6 +106,17 @@ Events Registry::handle(NodeId conn, Request request, TimePoint now) {
   if (job == nullptr) {
     return {error_to(conn, invalid_argument("this connection has not joined a job; send JOIN"
                                             " before any other rendezvous request"))};
+  }
+  if (!job->has_node(conn) && job->state() != Job::State::kFinished) {
+    // Removed by the daemon (missed heartbeats, stop timeout): refuse, saying why, so the
+    // agent stops its workers instead of waiting for a job that goes on without it.
+    const std::string* why = job->removal(conn);
+    return {error_to(conn, peer_gone(why ? "request refused: " + *why
+                                         : "request refused: this connection is no longer a "
+                                           "member of job '" +
+                                               job->run_id() +
+                                               "'; start the "
+                                               "agent again to rejoin"))};
   }
   Events out;
   std::visit(
@@ -100,7 +132,7 @@ Events Registry::handle(NodeId conn, Request request, TimePoint now) {
           job->report_success(conn, r.round, now, out);
         } else if constexpr (std::is_same_v<T, Leave>) {
           job->remove_node(conn, GoneReason::kLeft, r.reason, now, out);
-          conn_job_.erase(conn);
+          unbind(conn);
         }
       },
       request);
@@ -111,8 +143,9 @@ Events Registry::handle(NodeId conn, Request request, TimePoint now) {
 Events Registry::connection_closed(NodeId conn, TimePoint now) {
   Events out;
   Job* job = job_of(conn);
-  conn_job_.erase(conn);
+  unbind(conn);
   if (job == nullptr) return out;
+  job->forget(conn);
   job->remove_node(conn, GoneReason::kConnectionClosed, "", now, out);
   update(job->run_id());
   return out;

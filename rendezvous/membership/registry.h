@@ -40,6 +40,10 @@ class Registry {
 
   // Observers (status endpoints, tests). nullptr when unknown (or erased after retention).
   const Job* find(std::string_view run_id) const;
+  // Open connections of `run_id`'s nodes: joined it and neither LEFT, closed nor removed by
+  // the daemon since, whatever the job's state (a finished job's nodes count until they
+  // close).
+  std::size_t connections(const std::string& run_id) const;
   std::size_t job_count() const { return jobs_.size(); }
 
  private:
@@ -50,12 +54,15 @@ class Registry {
 
   Events join(NodeId conn, JoinRequest request, TimePoint now);
   Job* job_of(NodeId conn);
+  void bind(NodeId conn, const std::string& run_id);
+  void unbind(NodeId conn);
   // Re-files the job's deadline after an input; erases an empty job that never ran.
   void update(std::string run_id);  // a copy: the job owning the string may be erased
 
   RegistryOptions options_;
   std::unordered_map<std::string, Entry> jobs_;
   std::unordered_map<NodeId, std::string> conn_job_;
+  std::unordered_map<std::string, std::size_t> bound_;  // run id -> connections in conn_job_
   std::set<std::pair<TimePoint, std::string>> deadlines_;
 };
 

@@ -265,6 +265,17 @@ TEST_CASE("static rendezvous takes the master from --rdzv-endpoint", "[launcher]
   CHECK_FALSE(ok({"--master-port", "0", "x.py"}).config.master_port_given);
 }
 
+TEST_CASE("is_host is refused with the static backend, on one node too", "[launcher]") {
+  for (const char* nnodes : {"1", "2"}) {
+    CHECK_THAT(error({"--nnodes", nnodes, "--rdzv-backend", "static", "--rdzv-conf", "is_host=true",
+                      "x.py"}),
+               Catch::Contains("is_host does not apply to --rdzv-backend static") &&
+                   Catch::Contains("drop is_host"));
+  }
+  CHECK(ok({"--rdzv-backend", "c10d", "--rdzv-conf", "is_host=true", "x.py"})
+            .config.rdzv_conf.count("is_host"));
+}
+
 TEST_CASE("help and version need no program", "[launcher]") {
   auto help = ok({"--help"});
   CHECK(help.action == Invocation::Action::kHelp);

@@ -40,7 +40,8 @@ TEST_CASE("the registry's next deadline is the earliest over all jobs", "[regist
   h.join(2, 1, "b");
   CHECK(h.registry.next_deadline() == h.now + 3s);
   const Events e = h.run_for(3s);  // b's only node goes silent: b is erased, a untouched
-  CHECK(e.empty());
+  REQUIRE(e.size() == 1);
+  CHECK(only_for<ErrorEvent>(e, 2).code == ErrorCode::kPeerGone);  // told it was removed
   CHECK(h.registry.find("b") == nullptr);
   REQUIRE(h.registry.find("a") != nullptr);
   CHECK(h.registry.next_deadline() == h.now - 4s + 30s);
@@ -56,6 +57,46 @@ TEST_CASE("jobs with the same connection ids in sequence stay apart", "[registry
   CHECK(only_for<Joined>(h.join(1, 1, "y"), 1) == Joined{1, false});
   CHECK(h.job("y").has_node(1));
   CHECK_FALSE(h.job("x").has_node(1));
+}
+
+TEST_CASE("a job's bound connections: joined until LEAVE or close, after the end too",
+          "[registry]") {
+  Harness h;
+  h.config.max_nodes = 3;
+  CHECK(h.registry.connections("x") == 0);
+  for (NodeId id : {1, 2, 3}) h.join(id, 1, "x");
+  h.join(9, 1, "other");
+  CHECK(h.registry.connections("x") == 3);
+  h.send(3, Leave{"SIGTERM"});
+  CHECK(h.registry.connections("x") == 2);
+  h.send(1, WorkersStopped{1});
+  h.send(2, WorkersStopped{1});
+  h.send(1, ReportSuccess{2});
+  CHECK(of_type<JobFinished>(h.send(2, ReportSuccess{2})).size() == 2);
+  CHECK(h.job("x").state() == Job::State::kFinished);
+  CHECK(h.registry.connections("x") == 2);  // told JobFinished, not yet closed
+  h.close(1);
+  h.close(2);
+  h.close(2);  // twice: counted once
+  CHECK(h.registry.connections("x") == 0);
+  CHECK(h.registry.connections("other") == 1);
+}
+
+TEST_CASE("a node removed for silence no longer counts as a connection of its job", "[registry]") {
+  Harness h;
+  h.config.keep_alive_interval = 1s;
+  h.config.max_nodes = 2;
+  h.join(1);
+  h.join(2);
+  h.run_for(2s);
+  h.heartbeat(1);
+  h.run_for(1s);  // node 2 silent for 3 s: removed, its connection still open
+  CHECK_FALSE(h.job().has_node(2));
+  CHECK(h.registry.connections("job") == 1);
+  h.close(2);
+  CHECK(h.registry.connections("job") == 1);
+  h.close(1);
+  CHECK(h.registry.connections("job") == 0);
 }
 
 }  // namespace

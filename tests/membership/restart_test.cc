@@ -52,11 +52,11 @@ TEST_CASE("a closed connection stops every other node at once and restarts", "[r
   const StopWorkers s = only_for<StopWorkers>(e, 1);
   CHECK(s.reason == StopReason::kNodeLost);
   CHECK_THAT(s.detail, Catch::Contains("host-2 (group rank 1) closed its connection"));
-  CHECK(h.job().restart_count() == 1);
+  CHECK(h.job().restart_count() == 0);  // a departure, not a failure
   h.send(1, WorkersStopped{1});
   e = h.send(3, WorkersStopped{1});
   // Survivors keep their order: node 1 stays rank 0 and keeps hosting the store.
-  CHECK(only_for<RoundComplete>(e, 1) == RoundComplete{2, 1, 0, 2, 1, 0, 2, "10.0.0.1", 29501});
+  CHECK(only_for<RoundComplete>(e, 1) == RoundComplete{2, 0, 0, 2, 1, 0, 2, "10.0.0.1", 29501});
   CHECK(only_for<RoundComplete>(e, 3).group_rank == 1);
 }
 
@@ -78,6 +78,67 @@ TEST_CASE("a silent node is gone after the heartbeat budget, not before", "[rest
   CHECK(s.reason == StopReason::kNodeLost);
   CHECK_THAT(s.detail, Catch::Contains("host-2 (group rank 1) missed its heartbeats"));
   CHECK_FALSE(h.job().has_node(2));
+}
+
+TEST_CASE("a node removed for missed heartbeats is told at once; its late reports are refused",
+          "[restart]") {
+  Harness h;
+  h.config.keep_alive_interval = 1s;  // budget 3 s
+  start(h, 3);
+  for (int i = 0; i < 3; ++i) {
+    h.run_for(1s);
+    h.heartbeat(1);
+    h.heartbeat(2);
+  }
+  const Events e = h.run_for(1ms);
+  CHECK(of_type<StopWorkers>(e).size() == 2);
+  const ErrorEvent told = only_for<ErrorEvent>(e, 3);
+  CHECK(told.code == ErrorCode::kPeerGone);
+  CHECK_THAT(told.message, Catch::Contains("removed this node from job 'job'") &&
+                               Catch::Contains("host-3 (group rank 2) missed its heartbeats") &&
+                               Catch::Contains("keep_alive_max_attempt"));
+  // Waking up, it reports success for the round it was in: refused with the same reason.
+  for (Request late : {Request{ReportSuccess{1}}, Request{Heartbeat{}},
+                       Request{ReportFailure{1, {failure(2, 1, 1)}}}}) {
+    const ErrorEvent refused = only_for<ErrorEvent>(h.send(3, late), 3);
+    CHECK(refused.code == ErrorCode::kPeerGone);
+    CHECK_THAT(refused.message,
+               Catch::Contains("request refused") && Catch::Contains("missed its heartbeats"));
+  }
+  CHECK(h.job().restart_count() == 0);
+  // The survivors re-form; the removed node's connection closing changes nothing.
+  h.send(1, WorkersStopped{1});
+  CHECK(of_type<RoundComplete>(h.send(2, WorkersStopped{1})).size() == 2);
+  CHECK(h.close(3).empty());
+  CHECK(h.job().state() == Job::State::kRunning);
+}
+
+TEST_CASE("elastic scale-down re-forms without a restart; departures past MAX count", "[restart]") {
+  Harness h;
+  h.config.min_nodes = 1;
+  h.config.max_nodes = 3;
+  h.config.max_restarts = 0;
+  start(h, 3);
+  auto stopped = [&h](NodeId a, NodeId b) {
+    h.send(a, WorkersStopped{h.job().round()});
+    return h.send(b, WorkersStopped{h.job().round()});
+  };
+  // The first max_nodes departures are free: node 3 leaves, 4 arrives and leaves, 5 too.
+  NodeId leaving = 3;
+  for (std::uint32_t departure = 1; departure <= 3; ++departure, ++leaving) {
+    CHECK(of_type<StopWorkers>(h.send(leaving, Leave{"SIGTERM"})).size() == 2);
+    CHECK(of_type<RoundComplete>(stopped(1, 2)).size() == 2);
+    CHECK(h.job().restart_count() == 0);
+    CHECK(h.job().departures() == departure);
+    CHECK(of_type<StopWorkers>(h.join(leaving + 1)).size() == 2);  // admitting it is free too
+    CHECK(of_type<RoundComplete>(stopped(1, 2)).size() == 3);
+  }
+  // The fourth departure counts like a failure: no restarts left, the job fails.
+  const Events e = h.close(leaving);
+  CHECK_THAT(only_for<StopWorkers>(e, 1).detail,
+             Catch::Contains("departures after the first 3 count as restarts") &&
+                 Catch::Contains("no restarts left"));
+  CHECK(only_for<JobFinished>(stopped(1, 2), 1).exit_code == 1);
 }
 
 TEST_CASE("heartbeats keep a node alive indefinitely", "[restart]") {
@@ -170,6 +231,10 @@ TEST_CASE("a node that never reports stopped is dropped after close_timeout", "[
   CHECK(only_for<RoundComplete>(e, 1).group_world_size == 2);
   CHECK(only_for<RoundComplete>(e, 2).group_rank == 1);
   CHECK_FALSE(h.job().has_node(3));
+  const ErrorEvent told = only_for<ErrorEvent>(e, 3);
+  CHECK(told.code == ErrorCode::kPeerGone);
+  CHECK_THAT(told.message, Catch::Contains("did not stop its workers") &&
+                               Catch::Contains("raise --rdzv-conf close_timeout"));
 }
 
 TEST_CASE("a SIGTERMed agent's LEAVE is a lost node, not the end of the job", "[restart]") {

@@ -127,19 +127,20 @@ class StaticRanksTest(StaticCase):
 
     def test_back_to_back_jobs_on_one_port(self):
         # Job 1 ends while node rank 0 still lingers at its exit barrier (node rank 1 was
-        # SIGKILLed after its success, so it never counts itself done): job 2's node rank 1
-        # meets that finished job first, and must wait for job 2's node rank 0, not fail.
+        # frozen after its success, so its connection stays open and it never reads its
+        # JobFinished): job 2's node rank 1 meets that finished job first, and must wait for
+        # job 2's node rank 0, not fail.
         a1 = self.start("a1", 0, "127.0.0.2", 1, "wait_file")
         b1 = self.start("b1", 1, "127.0.0.3", 1, "ok")
         wait_for(lambda: "waiting for the other nodes" in b1.stderr(), 20, "b1's success")
-        b1.proc.send_signal(signal.SIGKILL)
-        b1.wait()
+        b1.proc.send_signal(signal.SIGSTOP)
         open(os.path.join(self.marks, "release"), "w").close()
         wait_for(lambda: "finished with exit code 0" in a1.stderr(), 20, "job 1 to finish")
-        self.assertIsNone(a1.proc.poll(), "node rank 0 of job 1 lingers for the missing node")
+        self.assertIsNone(a1.proc.poll(), "node rank 0 of job 1 lingers for the frozen node")
         b2 = self.start("b2", 1, "127.0.0.3", 1, "ok")
         wait_for(lambda: "still serves a finished job" in b2.stderr(), 10, "b2 to meet job 1")
         self.assertEqual(a1.wait(), 0, a1.stderr())
+        self.assertIn("a node still holds its rendezvous connection", a1.stderr())
         a2 = self.start("a2", 0, "127.0.0.2", 1, "ok")
         self.assertEqual(a2.wait(), 0, a2.stderr())
         self.assertEqual(b2.wait(), 0, b2.stderr())

@@ -1,0 +1,74 @@
+"""The fault kinds: one function each. A fault function gets the running trial (run.py's Run:
+its agents, workers, daemon and topology), injects its fault, and returns the outcome the job
+must then have (plan.Expect). Register a new kind with @fault(name, applies=...)."""
+import signal
+
+import plan
+
+FAULTS = {}
+
+
+def fault(name, applies=lambda t: True):
+    def register(fn):
+        FAULTS[name] = (fn, applies)
+        plan.KINDS.append(name)
+        return fn
+    return register
+
+
+@fault("worker_kill")
+def worker_kill(run, t):
+    run.signal_worker(t.target, t.local_rank, signal.SIGKILL)
+    return plan.worker_failed(t, 128 + signal.SIGKILL)
+
+
+@fault("worker_exit")
+def worker_exit(run, t):
+    run.worker_exit(t.target, t.local_rank, t.exit_code)
+    return plan.worker_failed(t, t.exit_code)
+
+
+@fault("agent_kill")
+def agent_kill(run, t):
+    run.signal_agent(t.target, signal.SIGKILL)
+    return plan.node_gone(t, {-signal.SIGKILL})
+
+
+@fault("agent_term")
+def agent_term(run, t):
+    run.signal_agent(t.target, signal.SIGTERM)
+    return plan.node_gone(t, {128 + signal.SIGTERM})
+
+
+@fault("agent_int")
+def agent_int(run, t):
+    run.signal_agent(t.target, signal.SIGINT)
+    return plan.node_gone(t, {128 + signal.SIGINT})
+
+
+@fault("daemon_kill", applies=lambda t: t.placement == "standalone")
+def daemon_kill(run, t):
+    run.kill_daemon()
+    return plan.Expect({n: {1} for n in range(t.nodes)})
+
+
+@fault("agent_stop")
+def agent_stop(run, t):
+    """Frozen (SIGSTOP) for longer than the heartbeat budget, then resumed: the daemon removes
+    the node, and the node must learn it and stop, not wait forever."""
+    run.signal_agent(t.target, signal.SIGSTOP)
+    run.after(t.pause_s, lambda: run.signal_agent(t.target, signal.SIGCONT))
+    if t.hosts_daemon(t.target):
+        # Its own node was silent to its daemon too: removed or re-formed alone, racing.
+        return plan.host_cut_off(t, {0, 1})
+    return plan.node_gone(t, {1})
+
+
+@fault("link_down", applies=lambda t: t.topology == "netns")
+def link_down(run, t):
+    """A partition: the node's link goes down for longer than the heartbeat budget."""
+    run.link(t.target, False)
+    run.after(t.pause_s, lambda: run.link(t.target, True))
+    if t.hosts_daemon(t.target):
+        return plan.host_cut_off(t, {0})
+    return plan.node_gone(t, {1})

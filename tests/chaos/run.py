@@ -1,0 +1,266 @@
+"""One trial on real binaries: start the daemon (standalone placement) and one ddprun agent
+per node, wait until every worker of the first attempt runs, inject the fault, then watch the
+job to its end and check the invariants:
+  - every agent exits within the bound (unless frozen: the bound counts from its resume);
+  - no process of the job (its run id in /proc/*/environ) is left 10 s after its agents exit;
+  - each node's exit code is one the fault's expectation allows;
+  - where a worker failure is the root cause, every failing node's root-cause table names
+    that worker's host and global rank.
+"""
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+
+from topology import wait_for
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3"
+RUN_S = 3.0             # each attempt's workers run this long
+START_BOUND_S = 40.0    # every worker of the first attempt runs by then
+EXIT_BOUND_S = 45.0     # after the fault (plus any pause), every agent has exited by then
+ORPHAN_BOUND_S = 10.0   # after the last agent exits, no process of the job is left by then
+CONF = "last_call_timeout=0.3,keep_alive_interval=0.25,keep_alive_max_attempt=4,join_timeout=30"
+
+
+def job_pids(run_id):
+    """Pids whose environment carries TORCHELASTIC_RUN_ID=run_id (the job's workers)."""
+    needle = ("TORCHELASTIC_RUN_ID=%s\0" % run_id).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                if needle in f.read() + b"\0":
+                    found.append(int(entry))
+        except OSError:
+            pass  # gone meanwhile, or a kernel thread
+    return found
+
+
+class Run:
+    def __init__(self, trial, ddprun, daemon, topology):
+        self.t = trial
+        self.ddprun = ddprun
+        self.daemon_bin = daemon
+        self.topo = topology
+        self.tmp = tempfile.mkdtemp(prefix="chaos-")
+        self.agents = []
+        self.daemon = None
+        self.pending = []  # (monotonic time, action) scheduled by faults
+        self.frozen_until = {}
+
+    # ---- what fault functions call -----------------------------------------------------
+    def signal_agent(self, node, sig):
+        if sig == signal.SIGSTOP:
+            self.frozen_until[node] = float("inf")
+        if sig == signal.SIGCONT:
+            self.frozen_until[node] = time.monotonic()
+        if self.agents[node].poll() is None:
+            self.agents[node].send_signal(sig)
+
+    def signal_worker(self, node, local_rank, sig):
+        os.kill(self.worker(node, local_rank)[0], sig)
+
+    def worker_exit(self, node, local_rank, code):
+        with open(os.path.join(self.tmp, "exit_code"), "w") as f:
+            f.write(str(code))
+        self.signal_worker(node, local_rank, signal.SIGUSR1)
+
+    def kill_daemon(self):
+        self.daemon.kill()
+
+    def link(self, node, up):
+        self.topo.link(node, up)
+
+    def after(self, seconds, action):
+        self.pending.append((time.monotonic() + seconds, action))
+
+    # ---- the trial ------------------------------------------------------------------------
+    def worker(self, node, local_rank):
+        """(pid, global rank) of a first-attempt worker, from the marks workers write."""
+        addr = self.topo.addr(node)
+        for name in os.listdir(self.tmp):
+            if not name.startswith("started.0.") or name.endswith(".tmp"):
+                continue
+            pid, agent, local = open(os.path.join(self.tmp, name)).read().split()
+            if agent.startswith(addr + ":") and int(local) == local_rank:
+                return int(pid), int(name.split(".")[2])
+        raise RuntimeError("no worker %d on node %d" % (local_rank, node))
+
+    def start(self):
+        t = self.t
+        if t.placement == "standalone":
+            out = os.path.join(self.tmp, "daemon.out")
+            self.daemon = subprocess.Popen(
+                self.topo.daemon_prefix() + [self.daemon_bin, "--host", self.topo.daemon_addr,
+                                             "--port", "0"],
+                stdout=open(out, "wb"), stderr=open(os.path.join(self.tmp, "daemon.err"), "wb"),
+                stdin=subprocess.DEVNULL)
+            port = []
+
+            def listening():
+                m = re.search(r"listening on \S+:(\d+)\n", open(out).read())
+                return bool(m) and not port.append(int(m.group(1)))
+            if not wait_for(listening, 10):
+                raise RuntimeError("ddp-rendezvous did not start: " +
+                                   open(os.path.join(self.tmp, "daemon.err")).read())
+            endpoint = "%s:%d" % (self.topo.daemon_addr, port[0])
+        else:
+            endpoint = "%s:%d" % (self.topo.addr(0), free_port())
+        env = dict(os.environ, CHAOS_DIR=self.tmp, CHAOS_RUN_S=str(RUN_S),
+                   CHAOS_TORCH="1" if t.torch else "0")
+        if self.topo.ifname:
+            env["GLOO_SOCKET_IFNAME"] = self.topo.ifname
+        for n in range(t.nodes):
+            conf = CONF
+            if t.placement == "embedded":
+                conf += ",is_host=%s" % ("true" if n == 0 else "false")
+            argv = self.topo.prefix(n) + [
+                self.ddprun, "--nnodes", t.nnodes, "--nproc-per-node", str(t.nproc),
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", t.run_id,
+                "--rdzv-conf", conf, "--local-addr", self.topo.addr(n),
+                "--max-restarts", str(t.restarts), "--shutdown-timeout", "3",
+                "--no-python", PYTHON, "-u", os.path.join(HERE, "worker.py")]
+            self.agents.append(subprocess.Popen(
+                argv, env=env, stdin=subprocess.DEVNULL,
+                stdout=open(self.path(n, "out"), "wb"), stderr=open(self.path(n, "err"), "wb")))
+
+    def path(self, node, stream):
+        return os.path.join(self.tmp, "node%d.%s" % (node, stream))
+
+    def stderr(self, node):
+        with open(self.path(node, "err"), errors="replace") as f:
+            return f.read()
+
+    def first_attempt_running(self):
+        return sum(n.startswith("started.0.") and not n.endswith(".tmp")
+                   for n in os.listdir(self.tmp)) == \
+            self.t.nodes * self.t.nproc
+
+    def execute(self, inject):
+        """Runs the trial; returns (violations, seconds from the fault to the last process
+        of the job gone, or None)."""
+        self.start()
+        if not wait_for(lambda: self.first_attempt_running() or
+                        any(a.poll() is not None for a in self.agents), START_BOUND_S):
+            return ["the workers did not all start within %.0f s" % START_BOUND_S], None
+        if not self.first_attempt_running():
+            return ["an agent exited before the fault: " + self.summary()], None
+        pid, rank = self.worker(self.t.target, self.t.local_rank)
+        self.target_worker = (self.topo.addr(self.t.target), rank)
+        time.sleep(self.t.delay_s)  # the point: the fault lands at a drawn moment of the run
+        fault_at = time.monotonic()
+        expect = inject(self, self.t)
+        violations, exited_at = self.watch(fault_at)
+        gone_at = self.wait_orphans(violations)
+        violations += self.check(expect)
+        last = max([gone_at] + list(exited_at.values())) if gone_at else None
+        return violations, (last - fault_at) if last else None
+
+    def watch(self, fault_at):
+        """Runs the actions faults scheduled, and waits for every agent, within the bound."""
+        bound_at = fault_at + EXIT_BOUND_S + max((p[0] - fault_at for p in self.pending),
+                                                 default=0)
+        exited_at, violations = {}, []
+        while len(exited_at) < len(self.agents):
+            now = time.monotonic()
+            for item in [p for p in self.pending if p[0] <= now]:
+                self.pending.remove(item)
+                item[1]()
+            for n, a in enumerate(self.agents):
+                if n not in exited_at and a.poll() is not None:
+                    exited_at[n] = now
+            if now > bound_at:
+                for n, a in enumerate(self.agents):
+                    if n not in exited_at:
+                        violations.append("node %d's agent still ran %.0f s after the fault "
+                                          "(and its end)" % (n, EXIT_BOUND_S))
+                        a.send_signal(signal.SIGCONT)
+                        a.kill()
+                        a.wait()
+                        exited_at[n] = time.monotonic()
+                break
+            time.sleep(0.02)  # agents are our children but Popen offers no wait on several
+        for item in self.pending:  # e.g. a link still down: restore it
+            item[1]()
+        self.pending = []
+        return violations, exited_at
+
+    def wait_orphans(self, violations):
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.terminate()
+            self.daemon.wait()
+        left = []
+        if wait_for(lambda: not left.clear() and not left.extend(job_pids(self.t.run_id)),
+                    ORPHAN_BOUND_S, period_s=0.05):
+            return time.monotonic()
+        violations.append("processes of the job left %.0f s after its agents exited: %s"
+                          % (ORPHAN_BOUND_S, describe_pids(left)))
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return None
+
+    def check(self, expect):
+        violations = []
+        for n, a in enumerate(self.agents):
+            code = a.returncode
+            if code not in expect.codes[n]:
+                violations.append("node %d exited with %s, expected %s; its last lines: %s"
+                                  % (n, code, sorted(expect.codes[n]), self.tail(n)))
+            if expect.root and code != 0:
+                named = root_cause(self.stderr(n))
+                if named != self.target_worker:
+                    violations.append("node %d's root-cause table names %s, expected host %s "
+                                      "rank %d" % ((n, named) + self.target_worker))
+        return violations
+
+    def tail(self, node, lines=3):
+        return " | ".join(self.stderr(node).strip().splitlines()[-lines:])
+
+    def summary(self):
+        return "; ".join("node %d: %s" % (n, a.poll()) for n, a in enumerate(self.agents))
+
+    def cleanup(self):
+        for a in self.agents:
+            if a.poll() is None:
+                a.send_signal(signal.SIGCONT)
+                a.kill()
+                a.wait()
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+
+
+def root_cause(stderr):
+    """(host address, global rank) from the root-cause table's section, or None."""
+    section = stderr.split("Root Cause (first observed failure):", 1)
+    if len(section) < 2:
+        return None
+    host = re.search(r"host\s*:\s*(\S+?):\d+\n", section[1])
+    rank = re.search(r"rank\s*:\s*(\d+)", section[1])
+    return (host.group(1), int(rank.group(1))) if host and rank else None
+
+
+def describe_pids(pids):
+    out = []
+    for pid in pids:
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                out.append("%d (%s)" % (pid, f.read().replace(b"\0", b" ").decode()[:60]))
+        except OSError:
+            out.append(str(pid))
+    return ", ".join(out)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,52 @@
+"""The chaos campaign's worker: runs for CHAOS_RUN_S seconds of "training" and exits 0.
+
+Marks its start (CHAOS_DIR/started.<restart>.<rank>, holding its pid) so the campaign knows
+when every worker of an attempt runs. SIGUSR1 makes it exit with the code written in
+CHAOS_DIR/exit_code (the "worker exits N" fault). With CHAOS_TORCH=1 it is a real PyTorch
+Gloo job: init_process_group from torchrun's environment, then all_reduce steps, so a lost
+peer is seen the way a training job sees it.
+"""
+import os
+import signal
+import sys
+import time
+
+
+def exit_on_request(signum, frame):
+    with open(os.path.join(os.environ["CHAOS_DIR"], "exit_code")) as f:
+        code = int(f.read())
+    sys.stdout.flush()
+    os._exit(code)
+
+
+def main():
+    signal.signal(signal.SIGUSR1, exit_on_request)
+    rank = int(os.environ["RANK"])
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    run_s = float(os.environ.get("CHAOS_RUN_S", "3"))
+    use_torch = os.environ.get("CHAOS_TORCH") == "1"
+    if use_torch:
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+    mark = os.path.join(os.environ["CHAOS_DIR"], "started.%s.%d" % (restart, rank))
+    with open(mark + ".tmp", "w") as f:
+        f.write("%d %s %s" % (os.getpid(), os.environ["DDPRUN_AGENT_ID"], os.environ["LOCAL_RANK"]))
+    os.rename(mark + ".tmp", mark)  # complete when visible
+    steps = max(1, int(run_s / 0.05))  # the same count on every rank: collectives pair up
+    for step in range(steps):
+        if use_torch:
+            t = torch.ones(1024)
+            dist.all_reduce(t)
+            if t[0].item() != float(os.environ["WORLD_SIZE"]):
+                print("rank %d: wrong all_reduce result %f" % (rank, t[0].item()))
+                return 5
+        time.sleep(0.05)  # the workload itself: a training step's worth of waiting
+    print("rank %d: %d steps done" % (rank, steps))
+    if use_torch:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
