@@ -27,7 +27,9 @@ constexpr std::array<OptionSpec, 40> kOptions{{
     {"rdzv_id", "", false, "none", "Job id shared by every node"},
     {"rdzv_conf", "", false, "", "Rendezvous settings, key=value,key=value"},
     {"standalone", "", true, "0", "Single node: embedded rendezvous on a free port, random id"},
-    {"max_restarts", "", false, "0", "Group restarts before the job fails"},
+    {"max_restarts", "", false, "0",
+     "Group restarts after worker failures before the job fails (nodes leaving an elastic job "
+     "use none)"},
     {"monitor_interval", "", false, "0.1", "Accepted for torchrun compatibility; exits are events"},
     {"start_method", "", false, "spawn", "Accepted: spawn, fork or forkserver"},
     {"role", "", false, "default", "Worker role name (ROLE_NAME, output prefix)"},
@@ -59,8 +61,10 @@ constexpr std::array<OptionSpec, 40> kOptions{{
     {"ssh_port", "", false, "", "ssh port on every host"},
     {"ssh_identity", "", false, "", "ssh identity (private key) file"},
     {"ssh_user", "", false, "", "User to log in as on every host"},
-    {"forward_env", "", false, "NCCL_*,GLOO_*,TORCH_*,PYTHONPATH,OMP_NUM_THREADS,DDPRUN_PYTHON,"
-     "DDPRUN_LOG_LEVEL", "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
+    {"forward_env", "", false,
+     "NCCL_*,GLOO_*,TORCH_*,PYTHONPATH,OMP_NUM_THREADS,DDPRUN_PYTHON,"
+     "DDPRUN_LOG_LEVEL",
+     "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
     // Hidden: what the launching ddprun gives the agents it starts over ssh (launcher/fanout/).
     {"exit_on_stdin_eof", "", true, "0", "Internal: stdin closing stops this agent like SIGTERM"},
     {"job_report_by_launcher", "", true, "0",

@@ -13,6 +13,7 @@ trial alone (--only N). Exits 1 when any trial violated an invariant.
 """
 import argparse
 import os
+import signal
 import statistics
 import sys
 import time
@@ -81,6 +82,8 @@ def table(args, results, skipped):
 
 def main():
     args = parse_args()
+    # SIGTERM (a CTest timeout, kill) unwinds like Ctrl-C: the namespaces and agents go too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     indices = [args.only] if args.only is not None else range(args.trials)
     netns = None if args.no_netns else topology.namespaces_or_none(3)
     loopback = topology.Loopback()
@@ -103,6 +106,10 @@ def main():
                 violations, gone = run.execute(inject)
             finally:
                 run.cleanup()
+            if violations:
+                violations.append("logs kept in " + run.tmp)
+            else:
+                run.remove_files()
             results.append((t, violations, gone))
             if args.verbose:
                 for n, a in enumerate(run.agents):

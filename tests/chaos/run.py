@@ -9,6 +9,7 @@ job to its end and check the invariants:
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -236,6 +237,14 @@ class Run:
         if self.daemon is not None and self.daemon.poll() is None:
             self.daemon.kill()
             self.daemon.wait()
+        for pid in job_pids(self.t.run_id):  # after a violation, or an interrupted trial
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def remove_files(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def root_cause(stderr):

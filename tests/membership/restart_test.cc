@@ -176,6 +176,14 @@ TEST_CASE("a failure is pushed to all and counts once however many nodes report 
   CHECK(h.job().state() == Job::State::kRunning);
 }
 
+TEST_CASE("a worker killed by a signal is named as the root-cause table names it", "[restart]") {
+  Harness h;
+  start(h, 2);
+  const Events e = h.send(2, ReportFailure{1, {failure(1, -9, 1'000)}});
+  CHECK_THAT(only_for<StopWorkers>(e, 1).detail,
+             Catch::Contains("failed with exit code 137 (killed by SIGKILL)"));
+}
+
 TEST_CASE("restarts exhausted: the job fails with the earliest failure across nodes", "[restart]") {
   Harness h;
   h.config.max_restarts = 0;

@@ -459,6 +459,29 @@ class StandaloneTest(MultiNodeCase):
                 self.assertEqual(int(r["RANK"]) - int(r["LOCAL_RANK"]),
                                  0 if r["GROUP_RANK"] == "0" else 4 - lws, r)
 
+    def test_a_frozen_agent_is_removed_told_why_and_the_elastic_job_goes_on(self):
+        # Node b is frozen (SIGSTOP) for longer than the heartbeat budget: the daemon removes
+        # it and the elastic 1:2 job re-forms on a alone without using a restart; when b
+        # wakes it reads why it was removed, stops its workers and exits 1 (never waits on).
+        self.start_daemon()
+        conf = "last_call_timeout=30,keep_alive_interval=0.2,join_timeout=20,is_host=false"
+        env = {"SMALL": "1"}
+        a = self.start("a", self.A, 1, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
+        b = self.start("b", self.B, 1, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
+                 == 2, 20, "2 workers of round 1")
+        b.proc.send_signal(signal.SIGSTOP)
+        self.assertEqual(a.wait(), 0, a.stderr())  # round 2 at WORLD_SIZE 1 exits 0
+        self.assertIn("missed its heartbeats", a.stderr())
+        self.assertEqual({r["RC"] for r in self.env_lines(a.stdout())}, {"0"})
+        b.proc.send_signal(signal.SIGCONT)
+        self.assertEqual(b.wait(timeout=15), 1, b.stderr())
+        err = b.stderr()
+        self.assertIn("the rendezvous removed this node from job", err)
+        self.assertIn("missed its heartbeats", err)
+        self.assertNotIn("lost the rendezvous daemon", err)
+        self.assertNotIn("waiting for the other nodes", err)
+
 
 class BadInputTest(unittest.TestCase):
     def run_ddprun(self, *args):

@@ -1,0 +1,17 @@
+#!/bin/sh
+# The large fault campaign (docs/chaos.md): >= 200 seeded trials over every fault kind, both
+# daemon placements, loopback and network-namespace nodes. Writes its table to
+# bench/results/chaos.txt (the latest run only) and prints it.
+# usage: bench/chaos/run.sh [BUILD_DIR] [--trials N] [--seed S]   (BUILD_DIR defaults to build/)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-"$here/../../build"}
+[ $# -gt 0 ] && shift
+for bin in ddprun ddp-rendezvous; do
+  if [ ! -x "$build/bin/$bin" ]; then
+    echo "run.sh: $build/bin/$bin not found; build it first (cmake --build $build)" >&2
+    exit 2
+  fi
+done
+exec /usr/bin/python3 "$here/../../tests/chaos/chaos.py" --ddprun "$build/bin/ddprun" \
+  --daemon "$build/bin/ddp-rendezvous" --trials 240 --report "$here/../results/chaos.txt" "$@"
