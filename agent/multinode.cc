@@ -214,8 +214,7 @@ class Node final : public ProcessObserver {
     request.node.local_world_size = static_cast<std::uint32_t>(config_.nproc_per_node);
     request.node_rank = rdzv_.node_rank;
     client_->join(request, [this](Result<membership::Joined> joined) {
-      if (!joined && retries_connecting() &&
-          joined.status().message().find("' finished (") != std::string::npos &&
+      if (!joined && retries_connecting() && joined.status().code() == ErrorCode::kJobFinished &&
           std::chrono::steady_clock::now() < connect_deadline_) {
         // Node rank 0 of the previous job on this port still lingers at its exit barrier
         // (back-to-back static jobs): wait for this job's node rank 0 to take the port.

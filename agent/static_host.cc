@@ -7,7 +7,7 @@
 namespace ddp::agent {
 namespace {
 
-bool in_use(const Status& s) { return s.message().find("already in use") != std::string::npos; }
+bool in_use(const Status& s) { return s.code() == ErrorCode::kAddressInUse; }
 
 Status taken(const std::string& addr, std::uint16_t port) {
   return io_error("port " + std::to_string(port) + " on " + addr +

@@ -23,6 +23,8 @@ enum class ErrorCode {
   kCancelled,        // stopped on request (shutdown, signal)
   kWorkerFailed,     // a worker exited non-zero or was killed
   kInternal,         // a bug: an invariant did not hold
+  kAddressInUse,     // bind: another process holds the address and port
+  kJobFinished,      // the rendezvous job (run id) already ended; start a new one
 };
 
 std::string_view error_code_name(ErrorCode code);
@@ -46,7 +48,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {ErrorCode::kInvalidArgument, std::move(m)};
+}
 inline Status timeout_error(std::string m) { return {ErrorCode::kTimeout, std::move(m)}; }
 inline Status peer_gone(std::string m) { return {ErrorCode::kPeerGone, std::move(m)}; }
 inline Status protocol_error(std::string m) { return {ErrorCode::kProtocol, std::move(m)}; }
@@ -54,12 +58,14 @@ inline Status io_error(std::string m) { return {ErrorCode::kIo, std::move(m)}; }
 inline Status not_found(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
 inline Status cancelled(std::string m) { return {ErrorCode::kCancelled, std::move(m)}; }
 inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Status address_in_use(std::string m) { return {ErrorCode::kAddressInUse, std::move(m)}; }
+inline Status job_finished(std::string m) { return {ErrorCode::kJobFinished, std::move(m)}; }
 
 // Either a T or a non-OK Status. Constructing from an OK Status is a bug (kInternal).
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(v_).is_ok()) v_ = internal_error("Result built from an OK status");
   }

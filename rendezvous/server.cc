@@ -99,8 +99,8 @@ Status open_and_bind(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, boo
   if (ec) return io_error("cannot open a listening socket: " + ec.message());
   acceptor.bind(endpoint, ec);
   if (ec == asio::error::address_in_use) {
-    return io_error("address " + format_endpoint(endpoint.address(), endpoint.port()) +
-                    " is already in use; pick another --port or stop the other process");
+    return address_in_use("address " + format_endpoint(endpoint.address(), endpoint.port()) +
+                          " is already in use; pick another --port or stop the other process");
   }
   if (ec) {
     return io_error("cannot bind " + format_endpoint(endpoint.address(), endpoint.port()) + ": " +
@@ -159,7 +159,7 @@ Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, const Server
   if (options.host.empty()) {
     Status v6 = open_and_bind(listener->acceptor, tcp::endpoint(tcp::v6(), options.port), true);
     // Fall back to IPv4 only when IPv6 itself is unavailable, not when the port is taken.
-    if (!v6 && v6.message().find("already in use") != std::string::npos) return v6;
+    if (!v6 && v6.code() == ErrorCode::kAddressInUse) return v6;
     if (!v6) {
       boost::system::error_code ignored;
       listener->acceptor.close(ignored);

@@ -32,8 +32,8 @@ class Server {
  public:
   // Binds and listens before returning, so the port is held from then on (no
   // bind-close-rebind race); accepting runs on `io` once it runs.
-  // Errors: kIo with "address 0.0.0.0:29400 is already in use; pick another --port or stop
-  // the other process" style messages.
+  // Errors: kAddressInUse with "address 0.0.0.0:29400 is already in use; pick another --port or
+  // stop the other process" style messages.
   static Result<std::unique_ptr<Server>> start(boost::asio::io_context& io,
                                                const ServerOptions& options);
   virtual ~Server() = default;

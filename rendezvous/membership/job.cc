@@ -67,7 +67,7 @@ void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank,
                Events& out) {
   advance(now);
   if (state_ == State::kFinished) {
-    out.push_back({id, ErrorEvent{ErrorCode::kInvalidArgument,
+    out.push_back({id, ErrorEvent{ErrorCode::kJobFinished,
                                   "job '" + run_id_ + "' finished (" + finish_reason_ +
                                       "); start a new job with a different --rdzv-id"}});
     return;

@@ -33,7 +33,7 @@
 //   0x92  STOP_WORKERS               u64 round, u8 reason (1 worker failed, 2 node lost,
 //                                    3 node joined), detail str, u8 has_failure, [failure]
 //   0x93  JOB_FINISHED               i32 exit_code, reason str, u8 has_failure, [failure]
-//   0x94  ERROR                      u8 code (ddp::ErrorCode, 1..9), message str
+//   0x94  ERROR                      u8 code (ddp::ErrorCode, 1..11), message str
 //
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
 //              i64 pid, i64 time, error_file str, message str

@@ -12,10 +12,13 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
-from topology import wait_for
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
+                                "testlib"))
+from procs import free_port, poll_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
@@ -106,7 +109,7 @@ class Run:
             def listening():
                 m = re.search(r"listening on \S+:(\d+)\n", open(out).read())
                 return bool(m) and not port.append(int(m.group(1)))
-            if not wait_for(listening, 10):
+            if not poll_until(listening, 10):
                 raise RuntimeError("ddp-rendezvous did not start: " +
                                    open(os.path.join(self.tmp, "daemon.err")).read())
             endpoint = "%s:%d" % (self.topo.daemon_addr, port[0])
@@ -146,7 +149,7 @@ class Run:
         """Runs the trial; returns (violations, seconds from the fault to the last process
         of the job gone, or None)."""
         self.start()
-        if not wait_for(lambda: self.first_attempt_running() or
+        if not poll_until(lambda: self.first_attempt_running() or
                         any(a.poll() is not None for a in self.agents), START_BOUND_S):
             return ["the workers did not all start within %.0f s" % START_BOUND_S], None
         if not self.first_attempt_running():
@@ -196,7 +199,7 @@ class Run:
             self.daemon.terminate()
             self.daemon.wait()
         left = []
-        if wait_for(lambda: not left.clear() and not left.extend(job_pids(self.t.run_id)),
+        if poll_until(lambda: not left.clear() and not left.extend(job_pids(self.t.run_id)),
                     ORPHAN_BOUND_S, period_s=0.05):
             return time.monotonic()
         violations.append("processes of the job left %.0f s after its agents exited: %s"
@@ -266,10 +269,3 @@ def describe_pids(pids):
         except OSError:
             out.append(str(pid))
     return ", ".join(out)
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -3,7 +3,6 @@ network namespaces (each node a host with its own IP, all on one bridge in a hub
 also holds the standalone daemon), so a node can be cut off by taking its link down."""
 import os
 import subprocess
-import time
 
 
 class Unavailable(Exception):
@@ -102,15 +101,3 @@ def namespaces_or_none(count):
     except Unavailable as e:
         print("chaos: %s; namespaced trials are skipped" % e, flush=True)
         return None
-
-
-def wait_for(predicate, deadline_s, period_s=0.02):
-    """True once predicate() holds, False after deadline_s. Polls: the conditions watched here
-    (files other processes write, processes that are not our children) offer no event."""
-    end = time.monotonic() + deadline_s
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= end:
-            return False
-        time.sleep(period_s)

@@ -162,4 +162,6 @@ class ClusterLaunchTest(unittest.TestCase):
 
 if __name__ == "__main__":
     DDPRUN = sys.argv.pop(1)
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../integration/testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

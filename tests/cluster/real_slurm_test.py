@@ -18,6 +18,10 @@ import tempfile
 import threading
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
+                                "testlib"))
+import procs  # noqa: E402
+
 DDPRUN = None
 JOBS = None
 DEADLINE_S = 60
@@ -26,11 +30,8 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "env_worker.py
 
 
 def free_port():
-    # Slurm's ports live in its config file, so one is picked here: bind port 0, close, and
-    # hand the number to the daemon (a tiny race with other binders, acceptable in a test).
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
+    # Slurm's ports live in its config file, so one is picked here and handed to the daemon.
+    return procs.free_port("")
 
 
 def wait_for_line(proc, text, deadline_s):
@@ -200,4 +201,6 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 if __name__ == "__main__":
     DDPRUN, JOBS = sys.argv.pop(1), sys.argv.pop(1)
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../integration/testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

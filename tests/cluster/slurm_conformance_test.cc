@@ -12,6 +12,7 @@
 #include "launcher/cluster/host_list.h"
 #include "launcher/cluster/shell_quote.h"
 #include "tests/cluster/run_shell.h"
+#include "tests/skip.h"
 
 using namespace ddp::cluster;
 using ddp::cluster::testing::run_shell;
@@ -60,8 +61,7 @@ std::vector<std::string> lines(const std::string& text) {
 
 TEST_CASE("host lists expand exactly as Slurm's scontrol expands them", "[cluster][slurm]") {
   if (access(kScontrol, X_OK) != 0) {
-    WARN("skipped: scontrol is not installed (Debian slurm-client)");
-    return;
+    ddp::testing::skip("scontrol is not installed (Debian slurm-client)");
   }
   fs::path conf = fs::temp_directory_path() / ("ddp-slurm-" + std::to_string(getpid()) + ".conf");
   std::ofstream(conf) << "ClusterName=ddptest\nSlurmctldHost=localhost\n"

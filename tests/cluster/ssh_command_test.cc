@@ -12,6 +12,7 @@
 
 #include "launcher/cluster/shell_quote.h"
 #include "tests/cluster/run_shell.h"
+#include "tests/skip.h"
 
 using namespace ddp::cluster;
 using ddp::cluster::testing::run_shell;
@@ -188,8 +189,7 @@ TEST_CASE("forward-env option: names and prefixes select variables", "[cluster][
 
 TEST_CASE("the real OpenSSH client reads our argv as intended (ssh -G)", "[cluster][ssh]") {
   if (access("/usr/bin/ssh", X_OK) != 0) {
-    WARN("skipped: /usr/bin/ssh is not installed (Debian openssh-client)");
-    return;
+    ddp::testing::skip("/usr/bin/ssh is not installed (Debian openssh-client)");
   }
   TempDir dir("keys");
   fs::path identity = dir.path / "id_test";

@@ -69,6 +69,7 @@ TEST_CASE("a late joiner after the end gets a clear job-finished error", "[finis
   h.send(1, ReportSuccess{1});
   h.send(2, ReportSuccess{1});
   const ErrorEvent err = only_for<ErrorEvent>(h.join(9), 9);
+  CHECK(err.code == ErrorCode::kJobFinished);
   CHECK_THAT(err.message,
              Catch::Contains("job 'job' finished") && Catch::Contains("different --rdzv-id"));
   // Once the retention is over the run id is free again.

@@ -1,9 +1,9 @@
 // K nodes through a whole job (join, heartbeat, a failure fanned out to all, restart, success):
 // the work per request must not grow with the job. Checked by counting the loop visits the
-// state machine makes (deterministic: a per-request scan of all nodes would make it ~K^2),
-// by the event count (no per-join broadcast), and by wall time against a generous bound.
+// state machine makes (deterministic: a per-request scan of all nodes would make it ~K^2) and
+// by the event count (no per-join broadcast). Time is measured where it is a figure, not a
+// pass/fail bound: bench/rendezvous (4000 real agents against the daemon).
 #include <catch2/catch.hpp>
-#include <chrono>
 
 #include "tests/membership/harness.h"
 
@@ -13,7 +13,6 @@ namespace {
 struct Cost {
   std::size_t events = 0;
   std::uint64_t visits = 0;
-  std::chrono::nanoseconds took{};
 };
 
 Cost run_job(std::uint32_t k) {
@@ -22,7 +21,6 @@ Cost run_job(std::uint32_t k) {
   h.config.max_restarts = 1;
   Cost cost;
   auto count = [&cost](const Events& e) { cost.events += e.size(); };
-  const auto start = std::chrono::steady_clock::now();
   for (NodeId id = 1; id <= k; ++id) count(h.join(id, 8));
   REQUIRE(h.job().state() == Job::State::kRunning);
   h.now += 1s;
@@ -31,21 +29,17 @@ Cost run_job(std::uint32_t k) {
   for (NodeId id = 1; id < k; ++id) count(h.send(id, WorkersStopped{1}));
   REQUIRE(h.job().round() == 2);
   for (NodeId id = 1; id <= k; ++id) count(h.send(id, ReportSuccess{2}));
-  cost.took = std::chrono::steady_clock::now() - start;
   REQUIRE(h.job().state() == Job::State::kFinished);
   cost.visits = h.job().visits();
   return cost;
 }
 
-TEST_CASE("a 4000-node job: linear events and loop visits, well under a second", "[scale]") {
+TEST_CASE("a 4000-node job: linear events and loop visits", "[scale]") {
   const Cost c = run_job(4000);
   // Joined, RoundComplete x2, StopWorkers, JobFinished per node; nothing else.
   CHECK(c.events == 5 * 4000);
   INFO("loop visits: " << c.visits);
   CHECK(c.visits <= 12 * 4000);
-  const double ms = std::chrono::duration<double, std::milli>(c.took).count();
-  INFO("4000-node job took " << ms << " ms");
-  CHECK(ms < 1000.0);
 }
 
 TEST_CASE("loop visits per node stay constant from 1000 to 16000 nodes", "[scale]") {

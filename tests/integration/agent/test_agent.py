@@ -13,6 +13,9 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+from procs import wait_for  # noqa: E402
+
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "worker.py")
@@ -21,13 +24,7 @@ DEADLINE_S = 60.0
 
 
 def wait_until(predicate, deadline_s=DEADLINE_S, what="condition"):
-    """Polls predicate until true or the deadline passes (for state owned by other
-    processes, such as files they write or pids that disappear)."""
-    end = time.monotonic() + deadline_s
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError("timed out waiting for " + what)
-        time.sleep(0.02)  # poll interval
+    wait_for(predicate, deadline_s, what)
 
 
 def alive(pid):
@@ -361,4 +358,6 @@ class TwoJobsTest(AgentTestBase):
 
 if __name__ == "__main__":
     DDPRUN = os.path.abspath(sys.argv.pop(1))
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

@@ -292,4 +292,6 @@ class SlurmNetnsTest(NetnsCase):
 
 if __name__ == "__main__":
     DDPRUN = sys.argv.pop(1)
-    unittest.main(verbosity=2)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

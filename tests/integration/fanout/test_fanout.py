@@ -416,4 +416,6 @@ class PbsTest(FanoutCase):
 
 if __name__ == "__main__":
     DDPRUN = os.path.abspath(sys.argv[1])
-    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + sys.argv[2:])

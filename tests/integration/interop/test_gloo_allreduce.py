@@ -63,4 +63,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     add_server_args(parser)
     ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + rest)

@@ -17,6 +17,9 @@ import torch.distributed as dist
 from raw_store import KEY_CREATED, KEY_DELETED, KEY_UPDATED, RawStore
 from store_server import StoreServer, add_server_args
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+import procs  # noqa: E402
+
 ARGS = None
 SERVER = None
 CLIENT_TIMEOUT = datetime.timedelta(seconds=30)
@@ -53,13 +56,8 @@ def raw_check(keys):
 
 
 def wait_for(pred, deadline_s, what):
-    """Re-checks pred until true; the event has no notification we can block on (a thread's
-    kernel state), so this is a bounded re-check with a short pause, failing at the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {deadline_s}s waiting for {what}")
-        time.sleep(0.002)  # pause between re-checks of kernel state, not a wait for the event
+    """Kernel state of a thread has no notification to block on: re-checked every 2 ms."""
+    procs.wait_for(pred, deadline_s, what, period_s=0.002)
 
 
 def blocked_reading(tid):
@@ -288,4 +286,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     add_server_args(parser)
     ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + rest)

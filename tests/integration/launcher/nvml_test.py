@@ -42,4 +42,6 @@ if __name__ == "__main__":
     FAKE_NVML_DIR = sys.argv.pop(1)
     if not glob.glob(os.path.join(FAKE_NVML_DIR, "libnvidia-ml.so.1")):
         sys.exit(f"no libnvidia-ml.so.1 in {FAKE_NVML_DIR}")
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

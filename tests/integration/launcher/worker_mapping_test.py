@@ -81,4 +81,6 @@ class WorkerMappingTest(h.LauncherTestCase):
 
 if __name__ == "__main__":
     h.DDPRUN = sys.argv.pop(1)
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

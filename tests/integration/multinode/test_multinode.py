@@ -519,4 +519,6 @@ if __name__ == "__main__":
     if rest and rest[0].startswith("--daemon="):
         DAEMON = rest.pop(0).split("=", 1)[1]
     argv = [sys.argv[0]] + rest
-    unittest.main(argv=argv, verbosity=2)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main(argv)

@@ -355,4 +355,6 @@ class StaticNetnsTest(StaticCase):
 
 if __name__ == "__main__":
     DDPRUN = sys.argv[1]
-    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + sys.argv[2:])

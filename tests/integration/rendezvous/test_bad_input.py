@@ -111,4 +111,6 @@ class BadInput(unittest.TestCase):
 
 if __name__ == "__main__":
     DAEMON = sys.argv.pop(1)
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

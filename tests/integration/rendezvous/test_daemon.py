@@ -7,6 +7,7 @@ import signal
 import socket
 import struct
 import subprocess
+import os
 import sys
 import unittest
 
@@ -190,4 +191,6 @@ class Wire(unittest.TestCase):
 
 if __name__ == "__main__":
     DAEMON = sys.argv.pop(1)
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

@@ -232,4 +232,6 @@ class NativeRendezvous(unittest.TestCase):
 if __name__ == "__main__":
     DAEMON = sys.argv.pop(1)
     PROBE = sys.argv.pop(1)
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

@@ -8,14 +8,22 @@ import subprocess
 import time
 
 
+def poll_until(predicate, deadline_s, period_s=0.02):
+    """True once predicate() holds, False after deadline_s. For conditions no event announces:
+    files other processes write, processes that are not our children, kernel state."""
+    end = time.monotonic() + deadline_s
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(period_s)  # polling period of the condition, not a wait for an event
+
+
 def wait_for(predicate, deadline_s, what, period_s=0.02):
     """Returns once predicate() is true; AssertionError naming `what` after deadline_s."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(period_s)  # polling period of the condition, not a wait for an event
-    raise AssertionError("timed out waiting for " + what)
+    if not poll_until(predicate, deadline_s, period_s):
+        raise AssertionError("timed out waiting for " + what)
 
 
 def free_port(host="127.0.0.1"):

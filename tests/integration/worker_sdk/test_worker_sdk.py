@@ -291,4 +291,6 @@ if __name__ == "__main__":
     parser.add_argument("--python-rank", required=True)
     parser.add_argument("--ddprun", default="")
     ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0]] + rest)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + rest)
