@@ -4,16 +4,26 @@ namespace ddp {
 
 std::string_view error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kPeerGone: return "peer gone";
-    case ErrorCode::kProtocol: return "protocol error";
-    case ErrorCode::kIo: return "I/O error";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kWorkerFailed: return "worker failed";
-    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kPeerGone:
+      return "peer gone";
+    case ErrorCode::kProtocol:
+      return "protocol error";
+    case ErrorCode::kIo:
+      return "I/O error";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kWorkerFailed:
+      return "worker failed";
+    case ErrorCode::kInternal:
+      return "internal error";
   }
   return "unknown error";
 }

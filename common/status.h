@@ -46,7 +46,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {ErrorCode::kInvalidArgument, std::move(m)};
+}
 inline Status timeout_error(std::string m) { return {ErrorCode::kTimeout, std::move(m)}; }
 inline Status peer_gone(std::string m) { return {ErrorCode::kPeerGone, std::move(m)}; }
 inline Status protocol_error(std::string m) { return {ErrorCode::kProtocol, std::move(m)}; }
@@ -59,7 +61,7 @@ inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std:
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(v_).is_ok()) v_ = internal_error("Result built from an OK status");
   }

@@ -1,7 +1,6 @@
 // ddprun: parse the command line, check it against the machine, then hand the job to the
 // agent. Bad input is one line on stderr and exit code 2, with nothing started.
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "agent/agent.h"
@@ -110,8 +109,8 @@ int main(int argc, char** argv) {
   if (invocation->launch.fan_out) {  // this ddprun starts every node's agent (ssh, pbsdsh)
     std::error_code exe_error;
     auto self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
-    if (exe_error) return usage_error(ddp::io_error("cannot find this ddprun's path: " +
-                                                    exe_error.message()));
+    if (exe_error)
+      return usage_error(ddp::io_error("cannot find this ddprun's path: " + exe_error.message()));
     return ddp::fanout::run(*invocation, {environment.env, self.string(), environment.cwd});
   }
   return ddp::agent::run(invocation->config);
