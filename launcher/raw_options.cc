@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 40> kOptions{{
+constexpr std::array<OptionSpec, 42> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -34,6 +34,11 @@ constexpr std::array<OptionSpec, 40> kOptions{{
     {"module", "-m", true, "0", "Run PROGRAM as a Python module (python -m)"},
     {"no_python", "", true, "0", "Run PROGRAM as given, not under Python"},
     {"run_path", "", true, "0", "Run PROGRAM as a Python script even with --no-python"},
+    {"local_rank_arg", "", false, "none",
+     "torch.distributed.launch scripts: underscore appends --local_rank=<n> to each worker's "
+     "arguments, dash --local-rank=<n>"},
+    {"use_env", "", true, "0",
+     "Accepted for torch.distributed.launch scripts (LOCAL_RANK is always set)"},
     {"python", "", false, "",
      "Python interpreter (default: $DDPRUN_PYTHON, $PYTHON_EXEC, python3)"},
     {"log_dir", "", false, "",
@@ -59,8 +64,10 @@ constexpr std::array<OptionSpec, 40> kOptions{{
     {"ssh_port", "", false, "", "ssh port on every host"},
     {"ssh_identity", "", false, "", "ssh identity (private key) file"},
     {"ssh_user", "", false, "", "User to log in as on every host"},
-    {"forward_env", "", false, "NCCL_*,GLOO_*,TORCH_*,PYTHONPATH,OMP_NUM_THREADS,DDPRUN_PYTHON,"
-     "DDPRUN_LOG_LEVEL", "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
+    {"forward_env", "", false,
+     "NCCL_*,GLOO_*,TORCH_*,PYTHONPATH,OMP_NUM_THREADS,DDPRUN_PYTHON,"
+     "DDPRUN_LOG_LEVEL",
+     "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
     // Hidden: what the launching ddprun gives the agents it starts over ssh (launcher/fanout/).
     {"exit_on_stdin_eof", "", true, "0", "Internal: stdin closing stops this agent like SIGTERM"},
     {"job_report_by_launcher", "", true, "0",
