@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
     return usage_error(ddp::invalid_argument("DDPRUN_LOG_LEVEL: " + s.message()));
   }
   for (const auto& notice : invocation->notices) spdlog::warn("{}", notice);
+  for (const auto& line : invocation->info) spdlog::info("{}", line);
   if (invocation->launch.fan_out) {  // this ddprun starts every node's agent (ssh, pbsdsh)
     std::error_code exe_error;
     auto self = std::filesystem::read_symlink("/proc/self/exe", exe_error);

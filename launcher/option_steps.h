@@ -42,6 +42,9 @@ Status resolve_cluster(const RawOptions& raw, const LaunchEnvironment& environme
 // address (static, default 127.0.0.1), which other machines cannot reach
 // (launcher/loopback_notice.cc). Runs after resolve_cluster; silent for fan-outs.
 void notice_loopback(const RawOptions& raw, Invocation& out);
+// Node rank 0 of a static job of several nodes: out.info gets the command the other nodes
+// need, with RANK standing for their node rank (launcher/other_nodes_command.cc).
+void note_other_nodes_command(const RawOptions& raw, Invocation& out);
 // Restarts, role, logs, streams, console filter, signals, timeouts, accepted-only options.
 Status resolve_control(const RawOptions& raw, Invocation& out);
 

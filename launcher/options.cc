@@ -91,6 +91,7 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
   if (!workers && !out.launch.fan_out) return workers;
   if (Status s = steps::resolve_control(*raw, out); !s) return s;
   steps::notice_loopback(*raw, out);
+  steps::note_other_nodes_command(*raw, out);
   return out;
 }
 

@@ -57,6 +57,8 @@ struct Invocation {
   std::optional<std::string> script;
   // One-line notices for the log (options accepted but without effect, ignored values).
   std::vector<std::string> notices;
+  // One-line information for the log (the command the other nodes of a static job need).
+  std::vector<std::string> info;
   // How the job's nodes are reached (--launcher, --hosts, Slurm/PBS environment).
   LaunchPlan launch;
 };

@@ -259,6 +259,28 @@ TEST_CASE("several nodes with a loopback address get a notice", "[launcher]") {
   CHECK(notices({"x.py"}).empty());
 }
 
+TEST_CASE("node rank 0 of a static job says the other nodes' command", "[launcher]") {
+  auto info = ok({"--nnodes", "3", "--nproc-per-node", "2", "--local-addr", "n0", "--log-dir",
+                  "/tmp/my logs", "train.py", "--lr", "0.1"})
+                  .info;
+  REQUIRE(info.size() == 1);
+  CHECK(info[0] ==
+        "the other nodes join with: ddprun --master-addr=127.0.0.1 --master-port=29500 "
+        "--node-rank=RANK --log-dir='/tmp/my logs' --nnodes=3 --nproc-per-node=2 train.py "
+        "--lr 0.1   (RANK = 1 to 2, once each)");
+  auto explicit_master = ok({"--nnodes", "2", "--node-rank", "0", "--master-addr", "10.0.0.1",
+                             "--master-port", "4000", "-m", "pkg"})
+                             .info;
+  REQUIRE(explicit_master.size() == 1);
+  CHECK_THAT(explicit_master[0],
+             Catch::Contains("ddprun --node-rank=RANK --master-addr=10.0.0.1 --master-port=4000 "
+                             "--module --nnodes=2 pkg   (RANK = 1 to 1"));
+  CHECK(ok({"--nnodes", "2", "--node-rank", "1", "x.py"}).info.empty());
+  CHECK(ok({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "x.py"})
+            .info.empty());
+  CHECK(ok({"x.py"}).info.empty());
+}
+
 TEST_CASE("bad command lines are one-line errors naming the fix", "[launcher]") {
   CHECK_THAT(error({}), Catch::Contains("missing PROGRAM"));
   CHECK_THAT(error({"--nproc-per-node", "2"}), Catch::Contains("missing PROGRAM"));
