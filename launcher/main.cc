@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/rdzv_settings.h"
+#include "agent/run_setup.h"
 #include "common/logging.h"
 #include "launcher/fanout/fanout.h"
 #include "launcher/gpu_inventory.h"
@@ -104,6 +106,13 @@ int main(int argc, char** argv) {
           ddp::init_logging("ddprun", level == environment.env.end() ? "info" : level->second);
       !s) {
     return usage_error(ddp::invalid_argument("DDPRUN_LOG_LEVEL: " + s.message()));
+  }
+  // The agent's rendezvous settings are checked here too, before any notice is logged, so
+  // that a bad --rdzv-conf or --master-port stays a one-line error.
+  if (ddp::agent::is_multinode(invocation->config) && !invocation->launch.fan_out) {
+    if (auto rdzv = ddp::agent::rdzv_settings(invocation->config); !rdzv) {
+      return usage_error(rdzv.status());
+    }
   }
   for (const auto& notice : invocation->notices) spdlog::warn("{}", notice);
   for (const auto& line : invocation->info) spdlog::info("{}", line);
