@@ -15,6 +15,7 @@ under ddprun (or torchrun) unchanged:
 The data are synthetic (a fixed random 4-class problem) so the script needs no download.
 """
 import argparse
+import gc
 import os
 
 import torch
@@ -137,9 +138,13 @@ def main():
         plain = Net()  # no DDP, no "module." prefix: the checkpoint loads as it is
         plain.load_state_dict(torch.load(args.checkpoint, map_location="cpu")["model"])
         log(f"checkpoint {args.checkpoint} loads into a plain model")
-    # Every rank's last collective is complete before the group goes away (PyTorch 1.13's
-    # Gloo group can hang in its destructor while a worker thread still frees a tensor).
+    # Tear down in this order: the DDP model first, then the process group. If the model
+    # outlived destroy_process_group(), its reducer would hold the group's last reference and
+    # destroy it while holding the GIL, and PyTorch 1.13's Gloo group can hang there (its
+    # destructor joins a worker thread that waits for the GIL to free a tensor).
     dist.barrier()
+    del model, optimizer
+    gc.collect()
     dist.destroy_process_group()
 
 
