@@ -8,6 +8,8 @@
 #include <fstream>
 #include <random>
 
+#include "agent/worker_args.h"
+
 namespace ddp::agent {
 
 std::filesystem::path RunSetup::attempt_dir(int attempt) const {
@@ -22,7 +24,7 @@ LaunchSpec RunSetup::launch_spec(int attempt, int local_rank) const {
   GroupContext g = group;
   g.restart_count = attempt;
   LaunchSpec spec;
-  spec.argv = worker_argv;
+  spec.argv = substitute_local_rank(worker_argv, local_rank);
   spec.env = to_envp(make_worker_env(base_env, g, local_rank, error_file(attempt, local_rank)));
   return spec;
 }

@@ -25,6 +25,8 @@ struct RunSetup {
 
   std::filesystem::path attempt_dir(int attempt) const;
   std::filesystem::path error_file(int attempt, int local_rank) const;
+  // The worker's command is worker_argv with torchrun's ${local_rank} macro substituted
+  // (agent/worker_args.h).
   LaunchSpec launch_spec(int attempt, int local_rank) const;
 };
 

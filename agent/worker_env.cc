@@ -46,12 +46,17 @@ EnvMap make_worker_env(const EnvMap& base, const GroupContext& group, int local_
   // torch 1.13 reads NCCL_ASYNC_ERROR_HANDLING; >= 2.2 reads the TORCH_ name.
   env.try_emplace("NCCL_ASYNC_ERROR_HANDLING", "1");
   env.try_emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
-  if (sets_omp_num_threads(base, group.local_world_size)) env["OMP_NUM_THREADS"] = "1";
+  // The literals below are assigned as std::string temporaries (move assignment): assigning a
+  // const char* inlines basic_string::_M_replace, where GCC 12 reports a -Wrestrict false
+  // positive (GCC bug 105329).
+  if (sets_omp_num_threads(base, group.local_world_size)) {
+    env["OMP_NUM_THREADS"] = std::string("1");
+  }
   if (!group.gpu_ids.empty()) {
     if (group.virtual_local_rank && local_rank < static_cast<int>(group.gpu_ids.size())) {
       // As torchrun's --virtual-local-rank: the worker sees only its own GPU, as cuda:0.
       env["CUDA_VISIBLE_DEVICES"] = std::to_string(group.gpu_ids[local_rank]);
-      env["LOCAL_RANK"] = "0";
+      env["LOCAL_RANK"] = std::string("0");
     } else {
       env["CUDA_VISIBLE_DEVICES"] = join_ids(group.gpu_ids);
     }

@@ -226,8 +226,10 @@ Status apply_allocation_topology(const RawOptions& raw, const LaunchEnvironment&
   long long port = kAllocationRdzvPort;
   if (std::string text = cluster::env_value(environment.env, "DDPRUN_RDZV_PORT"); !text.empty()) {
     auto parsed = parse_integer("DDPRUN_RDZV_PORT", text, 1, 65535);
-    if (!parsed) return invalid_argument(parsed.status().message() + " (the allocation's "
-                                         "rendezvous port; unset it for 29400)");
+    if (!parsed)
+      return invalid_argument(parsed.status().message() +
+                              " (the allocation's "
+                              "rendezvous port; unset it for 29400)");
     port = *parsed;
   }
   const std::string& host = context.endpoint_host;

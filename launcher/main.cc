@@ -1,7 +1,6 @@
 // ddprun: parse the command line, check it against the machine, then hand the job to the
 // agent. Bad input is one line on stderr and exit code 2, with nothing started.
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/rdzv_settings.h"
+#include "agent/run_setup.h"
 #include "common/logging.h"
 #include "launcher/fanout/fanout.h"
 #include "launcher/gpu_inventory.h"
@@ -106,12 +107,20 @@ int main(int argc, char** argv) {
       !s) {
     return usage_error(ddp::invalid_argument("DDPRUN_LOG_LEVEL: " + s.message()));
   }
+  // The agent's rendezvous settings are checked here too, before any notice is logged, so
+  // that a bad --rdzv-conf or --master-port stays a one-line error.
+  if (ddp::agent::is_multinode(invocation->config) && !invocation->launch.fan_out) {
+    if (auto rdzv = ddp::agent::rdzv_settings(invocation->config); !rdzv) {
+      return usage_error(rdzv.status());
+    }
+  }
   for (const auto& notice : invocation->notices) spdlog::warn("{}", notice);
+  for (const auto& line : invocation->info) spdlog::info("{}", line);
   if (invocation->launch.fan_out) {  // this ddprun starts every node's agent (ssh, pbsdsh)
     std::error_code exe_error;
     auto self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
-    if (exe_error) return usage_error(ddp::io_error("cannot find this ddprun's path: " +
-                                                    exe_error.message()));
+    if (exe_error)
+      return usage_error(ddp::io_error("cannot find this ddprun's path: " + exe_error.message()));
     return ddp::fanout::run(*invocation, {environment.env, self.string(), environment.cwd});
   }
   return ddp::agent::run(invocation->config);

@@ -38,6 +38,13 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
 // (launcher/cluster_options.cc). Runs after resolve_workers and resolve_rendezvous.
 Status resolve_cluster(const RawOptions& raw, const LaunchEnvironment& environment,
                        Invocation& out);
+// A notice when a job of several nodes names a loopback rendezvous endpoint (c10d) or master
+// address (static, default 127.0.0.1), which other machines cannot reach
+// (launcher/loopback_notice.cc). Runs after resolve_cluster; silent for fan-outs.
+void notice_loopback(const RawOptions& raw, Invocation& out);
+// Node rank 0 of a static job of several nodes: out.info gets the command the other nodes
+// need, with RANK standing for their node rank (launcher/other_nodes_command.cc).
+void note_other_nodes_command(const RawOptions& raw, Invocation& out);
 // Restarts, role, logs, streams, console filter, signals, timeouts, accepted-only options.
 Status resolve_control(const RawOptions& raw, Invocation& out);
 

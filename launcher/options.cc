@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "agent/worker_args.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/option_steps.h"
 #include "launcher/option_values.h"
@@ -36,6 +37,30 @@ Status check_workers_for_nodes(const RawOptions& raw, const LaunchEnvironment& e
   return Status::ok();
 }
 
+// --local-rank-arg: the argument torch.distributed.launch adds after PROGRAM (before its own
+// arguments), with torchrun's ${local_rank} macro the agent substitutes per worker; empty for
+// none. --use-env says the script reads LOCAL_RANK, so the two together are a contradiction.
+Result<std::string> local_rank_argument(const RawOptions& raw) {
+  const RawValue& style = raw.at("local_rank_arg");
+  auto use_env = steps::flag(raw, "use_env");
+  if (!use_env) return use_env.status();
+  std::string name;
+  if (style.text == "underscore") {
+    name = "--local_rank";
+  } else if (style.text == "dash") {
+    name = "--local-rank";
+  } else if (style.text != "none") {
+    return steps::from(style, invalid_argument("--local-rank-arg '" + style.text +
+                                               "': use underscore (--local_rank=<n>, PyTorch "
+                                               "1.x scripts), dash (--local-rank=<n>) or none"));
+  }
+  if (!name.empty() && *use_env) {
+    return invalid_argument("--use-env means the script reads LOCAL_RANK, --local-rank-arg " +
+                            style.text + " passes " + name + "=<n>; drop one of them");
+  }
+  return name.empty() ? name : name + "=" + agent::kLocalRankMacro;
+}
+
 }  // namespace
 
 Result<Invocation> parse_command_line(const std::vector<std::string>& args,
@@ -65,6 +90,8 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
   if (Status s = steps::resolve_cluster(*raw, environment, out); !s) return s;
   if (!workers && !out.launch.fan_out) return workers;
   if (Status s = steps::resolve_control(*raw, out); !s) return s;
+  steps::notice_loopback(*raw, out);
+  steps::note_other_nodes_command(*raw, out);
   return out;
 }
 
@@ -121,6 +148,14 @@ Status resolve_program(const RawOptions& raw, const LaunchEnvironment& environme
     return invalid_argument("--python has no effect with --no-python; drop one of them");
   }
   argv.insert(argv.end(), raw.program.begin(), raw.program.end());
+  auto local_rank = local_rank_argument(raw);
+  if (!local_rank) return local_rank.status();
+  if (!local_rank->empty()) {
+    // After the script (or -m MODULE), before the script's own arguments, as
+    // torch.distributed.launch places it.
+    auto program_end = argv.end() - static_cast<std::ptrdiff_t>(raw.program.size()) + 1;
+    argv.insert(program_end, *local_rank);
+  }
   return Status::ok();
 }
 

@@ -8,7 +8,10 @@
 // Worker command: without --no-python the program runs under Python, `python -u PROGRAM ARGS`
 // (or `python -u -m MODULE ARGS` with -m); with --no-python it runs as given. The interpreter
 // is --python, else $DDPRUN_PYTHON, else $PYTHON_EXEC (torchrun's variable), else `python3`;
-// preflight (launcher/preflight.h) resolves it on PATH.
+// preflight (launcher/preflight.h) resolves it on PATH. torch.distributed.launch scripts:
+// `--local-rank-arg underscore|dash` inserts `--local_rank=${local_rank}` (or --local-rank=)
+// right after PROGRAM (after -m MODULE), which the agent substitutes per worker
+// (agent/worker_args.h); `--use-env` is accepted (LOCAL_RANK is always in the environment).
 //
 // Pure: no I/O except through the GpuInventory seam, which is asked only for
 // --nproc-per-node gpu|auto, --gpu-ids and --virtual-local-rank. Every failure is a
@@ -54,6 +57,8 @@ struct Invocation {
   std::optional<std::string> script;
   // One-line notices for the log (options accepted but without effect, ignored values).
   std::vector<std::string> notices;
+  // One-line information for the log (the command the other nodes of a static job need).
+  std::vector<std::string> info;
   // How the job's nodes are reached (--launcher, --hosts, Slurm/PBS environment).
   LaunchPlan launch;
 };

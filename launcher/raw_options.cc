@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 40> kOptions{{
+constexpr std::array<OptionSpec, 42> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -36,6 +36,11 @@ constexpr std::array<OptionSpec, 40> kOptions{{
     {"module", "-m", true, "0", "Run PROGRAM as a Python module (python -m)"},
     {"no_python", "", true, "0", "Run PROGRAM as given, not under Python"},
     {"run_path", "", true, "0", "Run PROGRAM as a Python script even with --no-python"},
+    {"local_rank_arg", "", false, "none",
+     "torch.distributed.launch scripts: underscore appends --local_rank=<n> to each worker's "
+     "arguments, dash --local-rank=<n>"},
+    {"use_env", "", true, "0",
+     "Accepted for torch.distributed.launch scripts (LOCAL_RANK is always set)"},
     {"python", "", false, "",
      "Python interpreter (default: $DDPRUN_PYTHON, $PYTHON_EXEC, python3)"},
     {"log_dir", "", false, "",

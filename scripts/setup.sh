@@ -6,10 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  g++ cmake ninja-build pkg-config
+  g++ cmake ninja-build pkg-config dpkg-dev file
   libboost1.81-dev libcli11-dev libspdlog-dev nlohmann-json3-dev catch2
   libtorch-dev libgloo-dev python3-torch
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format help2man
   iproute2 procps psmisc
   openssh-server openssh-client
   slurm-client slurmctld slurmd munge

@@ -1,12 +1,12 @@
 // listen_as_host: an IP literal is served on that address only; a host name is served on
 // every interface once binding it proved it is this machine's. 127.0.0.2 stands in for
 // "another address of this machine" (all of 127/8 is loopback on Linux).
+#include "agent/host_listen.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <catch2/catch.hpp>
-
-#include "agent/host_listen.h"
 
 namespace ddp::agent {
 namespace {

@@ -26,6 +26,8 @@ TEST_CASE("run setup: paths, run id and per-attempt launch specs", "[run_setup]"
   setup->group.master_port = 4242;
   LaunchSpec spec = setup->launch_spec(2, 1);
   CHECK(spec.argv == c.worker_argv);
+  setup->worker_argv.push_back("--local_rank=${local_rank}");
+  CHECK(setup->launch_spec(2, 1).argv.back() == "--local_rank=1");
   std::set<std::string> env(spec.env.begin(), spec.env.end());
   CHECK(env.contains("TORCHELASTIC_RESTART_COUNT=2"));
   CHECK(env.contains("RANK=1"));

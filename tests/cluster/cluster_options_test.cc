@@ -117,8 +117,7 @@ TEST_CASE("explicit flags win over the Slurm environment", "[cluster][options]")
   CHECK(inv.config.gpu_ids.empty());
 }
 
-TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent",
-          "[cluster][options]") {
+TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent", "[cluster][options]") {
   // Node 1 of 2: joins the daemon that node01 (rank 0) hosts, advertises its own name.
   auto inv = ok({}, slurm("node[01-02]", {{"SLURM_NODEID", "1"}, {"SLURM_STEP_GPUS", "0,1"}}));
   CHECK(inv.launch.kind == Kind::kSlurm);
@@ -141,8 +140,8 @@ TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent",
   CHECK_THAT(error({}, slurm("node[01-02]", {{"DDPRUN_RDZV_PORT", "0"}})),
              Catch::Contains("DDPRUN_RDZV_PORT"));
   // What the user gives wins: --local-addr, --rdzv-conf is_host, --rdzv-id, --rdzv-backend.
-  inv = ok({"--local-addr", "10.0.0.2", "--rdzv-conf", "is_host=true,join_timeout=60",
-            "--rdzv-id", "mine"},
+  inv = ok({"--local-addr", "10.0.0.2", "--rdzv-conf", "is_host=true,join_timeout=60", "--rdzv-id",
+            "mine"},
            slurm("node[01-02]", {{"SLURM_NODEID", "1"}}));
   CHECK(inv.config.local_addr == "10.0.0.2");
   CHECK(inv.config.rdzv_conf.at("is_host") == "true");
@@ -310,6 +309,5 @@ TEST_CASE("a fan-out from a machine without GPUs leaves GPU counting to the node
   CHECK_THAT(error({"--hosts", "localhost:2", "--nproc-per-node", "gpu"}, login),
              Catch::Contains("gpu"));
   CHECK_THAT(error({"--nproc-per-node", "gpu"}, login), Catch::Contains("gpu"));
-  CHECK_THAT(error({"--hosts", "h1,h2", "--nproc-per-node", "two"}, login),
-             Catch::Contains("two"));
+  CHECK_THAT(error({"--hosts", "h1,h2", "--nproc-per-node", "two"}, login), Catch::Contains("two"));
 }

@@ -56,6 +56,7 @@ const std::vector<Spelled> kOptions = {
     {"--signals-to-handle", "--signals_to_handle", {"SIGUSR1"}},
     {"--shutdown-timeout", "--shutdown_timeout", {"2.5"}},
     {"--virtual-local-rank", "--virtual_local_rank", {}},
+    {"--local-rank-arg", "--local_rank_arg", {"underscore"}},
 };
 
 std::vector<std::string> with(const std::string& name, const std::vector<std::string>& value,
@@ -213,6 +214,71 @@ TEST_CASE("worker command for .py and -m and --no-python and the Python choice",
   CHECK(ok({"x.py"}, both).config.worker_argv[0] == "/a/python");
   CHECK(ok({"--python", "/c/python", "x.py"}, both).config.worker_argv[0] == "/c/python");
   CHECK(ok({"x.py"}, {.env = {{"PYTHON_EXEC", "/b/python"}}}).config.worker_argv[0] == "/b/python");
+}
+
+TEST_CASE("torch.distributed.launch scripts: --local-rank-arg and --use-env", "[launcher]") {
+  using V = std::vector<std::string>;
+  // As torch.distributed.launch: after the script (or module), before the script's arguments.
+  CHECK(
+      ok({"--local-rank-arg", "underscore", "main.py", "--gpu-ids", "1,6,3"}).config.worker_argv ==
+      V{"python3", "-u", "main.py", "--local_rank=${local_rank}", "--gpu-ids", "1,6,3"});
+  CHECK(ok({"--local_rank_arg=dash", "-m", "pkg.main", "--x"}).config.worker_argv ==
+        V{"python3", "-u", "-m", "pkg.main", "--local-rank=${local_rank}", "--x"});
+  CHECK(ok({"--local-rank-arg", "dash", "--no-python", "./a.out"}).config.worker_argv ==
+        V{"./a.out", "--local-rank=${local_rank}"});
+  CHECK(ok({"--local-rank-arg", "none", "a.py"}).config.worker_argv == V{"python3", "-u", "a.py"});
+  CHECK(ok({"a.py"}, {.env = {{"PET_LOCAL_RANK_ARG", "underscore"}}}).config.worker_argv.back() ==
+        "--local_rank=${local_rank}");
+  // --use-env (torch.distributed.launch's, both spellings) is accepted and changes nothing.
+  std::string plain = describe(ok({"--nproc_per_node=3", "main.py"}));
+  CHECK(describe(ok({"--use-env", "--nproc_per_node=3", "main.py"})) == plain);
+  CHECK(describe(ok({"--use_env", "--nproc_per_node=3", "main.py"})) == plain);
+  CHECK_THAT(error({"--use-env", "--local-rank-arg", "dash", "x.py"}), Catch::Contains("drop one"));
+  CHECK_THAT(error({"--local-rank-arg", "yes", "x.py"}), Catch::Contains("underscore"));
+}
+
+TEST_CASE("several nodes with a loopback address get a notice", "[launcher]") {
+  auto notices = [](const std::vector<std::string>& args) { return ok(args).notices; };
+  auto defaults = notices({"--nnodes", "2", "x.py"});
+  REQUIRE(defaults.size() == 1);
+  CHECK_THAT(defaults[0], Catch::StartsWith("--nnodes 2 with --master-addr 127.0.0.1 (the "
+                                            "default): a loopback address"));
+  CHECK_THAT(defaults[0], Catch::Contains("node rank 0"));
+  auto c10d = notices(
+      {"--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:29400", "x.py"});
+  REQUIRE(c10d.size() == 1);
+  CHECK_THAT(c10d[0], Catch::Contains("--rdzv-endpoint localhost: a loopback address"));
+  CHECK(
+      notices({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "[::1]:29400", "x.py"})
+          .size() == 1);
+  CHECK(notices({"--nnodes", "2", "--rdzv-endpoint", "127.0.1.1:4000", "x.py"}).size() == 1);
+  CHECK(notices({"--nnodes", "2", "--master-addr", "10.0.0.1", "x.py"}).empty());
+  CHECK(
+      notices({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "node0:29400", "x.py"})
+          .empty());
+  CHECK(notices({"x.py"}).empty());
+}
+
+TEST_CASE("node rank 0 of a static job says the other nodes' command", "[launcher]") {
+  auto info = ok({"--nnodes", "3", "--nproc-per-node", "2", "--local-addr", "n0", "--log-dir",
+                  "/tmp/my logs", "train.py", "--lr", "0.1"})
+                  .info;
+  REQUIRE(info.size() == 1);
+  CHECK(info[0] ==
+        "the other nodes join with: ddprun --master-addr=127.0.0.1 --master-port=29500 "
+        "--node-rank=RANK --log-dir='/tmp/my logs' --nnodes=3 --nproc-per-node=2 train.py "
+        "--lr 0.1   (RANK = 1 to 2, once each)");
+  auto explicit_master = ok({"--nnodes", "2", "--node-rank", "0", "--master-addr", "10.0.0.1",
+                             "--master-port", "4000", "-m", "pkg"})
+                             .info;
+  REQUIRE(explicit_master.size() == 1);
+  CHECK_THAT(explicit_master[0],
+             Catch::Contains("ddprun --node-rank=RANK --master-addr=10.0.0.1 --master-port=4000 "
+                             "--module --nnodes=2 pkg   (RANK = 1 to 1"));
+  CHECK(ok({"--nnodes", "2", "--node-rank", "1", "x.py"}).info.empty());
+  CHECK(ok({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "x.py"})
+            .info.empty());
+  CHECK(ok({"x.py"}).info.empty());
 }
 
 TEST_CASE("bad command lines are one-line errors naming the fix", "[launcher]") {

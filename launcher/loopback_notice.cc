@@ -1,0 +1,46 @@
+// steps::notice_loopback: a job of several nodes whose rendezvous (c10d) or master (static)
+// address is loopback cannot be reached from the other machines; say so before they wait.
+#include <string_view>
+
+#include "launcher/option_steps.h"
+
+namespace ddp::launcher::steps {
+namespace {
+
+// The host part of "host[:port]" ("[::1]:29400" -> "::1").
+std::string_view host_of(std::string_view endpoint) {
+  if (!endpoint.empty() && endpoint.front() == '[') {
+    auto close = endpoint.find(']');
+    return endpoint.substr(1, close == std::string_view::npos ? close : close - 1);
+  }
+  auto colon = endpoint.find(':');
+  if (colon != std::string_view::npos && endpoint.find(':', colon + 1) != std::string_view::npos) {
+    return endpoint;  // a bare IPv6 address
+  }
+  return endpoint.substr(0, colon);
+}
+
+bool is_loopback(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+void notice_loopback(const RawOptions& raw, Invocation& out) {
+  const agent::AgentConfig& c = out.config;
+  if (c.max_nodes < 2 || c.standalone || out.launch.fan_out) return;
+  const bool static_backend = c.rdzv_backend == "static";
+  const std::string_view host = static_backend ? c.master_addr : host_of(c.rdzv_endpoint);
+  if (!is_loopback(host)) return;
+  const bool given =
+      raw.at("rdzv_endpoint").given || (static_backend && raw.at("master_addr").given);
+  const char* name = static_backend ? "--master-addr" : "--rdzv-endpoint";
+  out.notices.push_back("--nnodes " + raw.at("nnodes").text + " with " + name + " " +
+                        std::string(host) + (given ? "" : " (the default)") +
+                        ": a loopback address, which other machines cannot reach; give every " +
+                        "node " + name + " set to an address of " +
+                        (static_backend ? "node rank 0" : "the rendezvous host") +
+                        " that they can reach (fine when every node is on this machine)");
+}
+
+}  // namespace ddp::launcher::steps
