@@ -33,9 +33,9 @@ struct AgentConfig {
   // for -m {python, "-u", "-m", module, args...}, for --no-python {prog, args...}.
   std::vector<std::string> worker_argv;
 
-  int nproc_per_node = 1;          // workers on this node
-  std::vector<int> gpu_ids;        // selected GPUs in order; empty = none / not GPU-bound
-  bool virtual_local_rank = false; // each worker sees only its own GPU id
+  int nproc_per_node = 1;           // workers on this node
+  std::vector<int> gpu_ids;         // selected GPUs in order; empty = none / not GPU-bound
+  bool virtual_local_rank = false;  // each worker sees only its own GPU id
 
   std::string role = "default";
   int max_restarts = 0;
@@ -51,12 +51,12 @@ struct AgentConfig {
 
   // Rendezvous (single node for now: c10d/standalone embedded, or static).
   std::string rdzv_backend = "static";
-  std::string rdzv_endpoint;       // host[:port]
+  std::string rdzv_endpoint;  // host[:port]
   std::string run_id = "none";
   std::map<std::string, std::string> rdzv_conf;
   int min_nodes = 1;
   int max_nodes = 1;
-  int node_rank = 0;               // static backend
+  int node_rank = 0;  // static backend
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = 29500;
   bool master_port_given = false;  // false: the agent picks a free worker-store port

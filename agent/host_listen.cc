@@ -7,7 +7,7 @@
 namespace ddp::agent {
 
 Result<std::unique_ptr<rdzv::Server>> listen_as_host(boost::asio::io_context& io,
-                                                      const std::string& addr, std::uint16_t port) {
+                                                     const std::string& addr, std::uint16_t port) {
   rdzv::ServerOptions options;
   options.host = addr;
   options.port = port;

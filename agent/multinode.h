@@ -1,6 +1,6 @@
-// One node of a multi-node job (c10d or static backend): hosts the rendezvous daemon in-process when it is the
-// endpoint host (torchrun's is_host inference), joins through rdzv::RdzvClient, and runs one
-// local worker group per rendezvous round as the daemon says (RoundComplete starts it,
+// One node of a multi-node job (c10d or static backend): hosts the rendezvous daemon in-process
+// when it is the endpoint host (torchrun's is_host inference), joins through rdzv::RdzvClient, and
+// runs one local worker group per rendezvous round as the daemon says (RoundComplete starts it,
 // StopWorkers stops it, JobFinished ends the agent with the job's exit code).
 //
 // Static backend (--rdzv-backend static, --nnodes N > 1): the same, with node rank 0 hosting

@@ -1,8 +1,8 @@
 #include "rendezvous/client.h"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
-#include <algorithm>
 #include <cstring>
 #include <random>
 

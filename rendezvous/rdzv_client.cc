@@ -111,6 +111,7 @@ void RdzvClient::workers_stopped(std::uint64_t round) {
 void RdzvClient::report_success(std::uint64_t round) {
   send(membership::encode_request(membership::ReportSuccess{round}));
 }
+void RdzvClient::query_waiting() { send(membership::encode_request(membership::QueryWaiting{})); }
 void RdzvClient::leave(std::string reason) {
   send(membership::encode_request(membership::Leave{std::move(reason)}));
   close_after_write_ = true;

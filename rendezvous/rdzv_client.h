@@ -81,6 +81,8 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   void report_failure(std::uint64_t round, std::vector<membership::Failure> failures);
   void workers_stopped(std::uint64_t round);
   void report_success(std::uint64_t round);
+  // Asks how far the forming round is; answered with a Waiting push while it forms.
+  void query_waiting();
   // Sends LEAVE (the job stays open for the others) and closes once it is written.
   void leave(std::string reason);
 

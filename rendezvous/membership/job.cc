@@ -116,6 +116,27 @@ void Job::heartbeat(NodeId id, TimePoint now) {
   trim_heartbeats();
 }
 
+void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  touch(id, it->second);
+  if (state_ == State::kPending && it->second.role == Role::kPending) {
+    Waiting w;
+    w.joined = static_cast<std::uint32_t>(pending_count_);
+    w.min_nodes = config_.min_nodes;
+    w.max_nodes = config_.max_nodes;
+    w.join_timeout_left =
+        std::max(Duration(0), std::chrono::duration_cast<Duration>(join_deadline_ - now_));
+    if (last_call_) {
+      w.last_call_left =
+          std::max(Duration(0), std::chrono::duration_cast<Duration>(*last_call_ - now_));
+    }
+    out.push_back({id, w});
+  }
+  trim_heartbeats();
+}
+
 void Job::after_pending_change(Events& out) {
   if (pending_count_ >= config_.max_nodes) {
     complete_round(out);

@@ -55,6 +55,8 @@ class Job {
             Events& out);
   // Any request refreshes the sender's heartbeat; this one does nothing else.
   void heartbeat(NodeId id, TimePoint now);
+  // While the round forms (kPending) and `id` is in it: a Waiting event to `id`.
+  void query_waiting(NodeId id, TimePoint now, Events& out);
   void report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures, TimePoint now,
                       Events& out);
   void workers_stopped(NodeId id, std::uint64_t round, TimePoint now, Events& out);

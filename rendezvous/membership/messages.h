@@ -79,8 +79,14 @@ struct Leave {
   std::string reason;
   bool operator==(const Leave&) const = default;
 };
-using Request =
-    std::variant<JoinRequest, Heartbeat, ReportFailure, WorkersStopped, ReportSuccess, Leave>;
+// How far the first round's rendezvous has come: answered with a Waiting push while the job
+// is still forming (nothing otherwise). Agents ask at a calm rate to show progress; asking is
+// O(1) for the daemon, whereas a push to every node on each join would be O(nodes^2).
+struct QueryWaiting {
+  bool operator==(const QueryWaiting&) const = default;
+};
+using Request = std::variant<JoinRequest, Heartbeat, ReportFailure, WorkersStopped, ReportSuccess,
+                             Leave, QueryWaiting>;
 
 // ---- events (daemon -> agent) ----------------------------------------------------------
 // Reply to JOIN: the node is in, for `round`; `waiting` when a round is running (it will be
@@ -125,7 +131,18 @@ struct ErrorEvent {
   std::string message;
   bool operator==(const ErrorEvent&) const = default;
 };
-using Payload = std::variant<Joined, RoundComplete, StopWorkers, JobFinished, ErrorEvent>;
+// Reply to QueryWaiting while the round forms: `joined` nodes so far of min_nodes..max_nodes;
+// the round forms at max_nodes, or last_call_left after min_nodes joined; the rendezvous
+// fails join_timeout_left from now if fewer than min_nodes joined by then.
+struct Waiting {
+  std::uint32_t joined = 0;
+  std::uint32_t min_nodes = 0;
+  std::uint32_t max_nodes = 0;
+  Duration join_timeout_left{};
+  std::optional<Duration> last_call_left;
+  bool operator==(const Waiting&) const = default;
+};
+using Payload = std::variant<Joined, RoundComplete, StopWorkers, JobFinished, ErrorEvent, Waiting>;
 
 struct Event {
   NodeId to = 0;

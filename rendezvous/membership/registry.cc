@@ -130,6 +130,8 @@ Events Registry::handle(NodeId conn, Request request, TimePoint now) {
           job->workers_stopped(conn, r.round, now, out);
         } else if constexpr (std::is_same_v<T, ReportSuccess>) {
           job->report_success(conn, r.round, now, out);
+        } else if constexpr (std::is_same_v<T, QueryWaiting>) {
+          job->query_waiting(conn, now, out);
         } else if constexpr (std::is_same_v<T, Leave>) {
           job->remove_node(conn, GoneReason::kLeft, r.reason, now, out);
           unbind(conn);

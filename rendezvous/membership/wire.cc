@@ -84,6 +84,7 @@ std::string encode_request(const Request& request) {
   if (const auto* join = std::get_if<JoinRequest>(&request); join && join->node_rank) {
     type = kJoinAtRankType;
   }
+  if (std::holds_alternative<QueryWaiting>(request)) type = kQueryWaitingType;
   put<std::uint8_t>(out, type);
   std::visit(
       [&out](const auto& r) {
@@ -160,9 +161,11 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
       return in.finish(Request{ReportSuccess{in.get<std::uint64_t>()}});
     case 0x85:
       return in.finish(Request{Leave{in.text("leave reason")}});
+    case kQueryWaitingType:
+      return in.finish(Request{QueryWaiting{}});
     default:
       in.fail("unknown native rendezvous request type " + std::to_string(type) +
-              "; this daemon knows 128..134 (is the agent newer than the daemon?)");
+              "; this daemon knows 128..135 (is the agent newer than the daemon?)");
       return in.finish(Request{});
   }
 }

@@ -22,6 +22,7 @@
 //   0x86  JOIN_AT_RANK               the JOIN fields, then u32 node_rank (static rendezvous:
 //                                    JoinRequest::node_rank set; a JOIN without it is 0x80,
 //                                    byte for byte as before)
+//   0x87  QUERY_WAITING              - (answered with WAITING while the first round forms)
 //
 //   type  push (daemon -> agent)     fields
 //   ----  -------------------------  ------------------------------------------------------
@@ -34,6 +35,9 @@
 //                                    3 node joined), detail str, u8 has_failure, [failure]
 //   0x93  JOB_FINISHED               i32 exit_code, reason str, u8 has_failure, [failure]
 //   0x94  ERROR                      u8 code (ddp::ErrorCode, 1..11), message str
+//   0x95  (a framed TCPStore reply, rendezvous/framer.h; not a push)
+//   0x96  WAITING                    u32 joined, u32 min_nodes, u32 max_nodes,
+//                                    i64 join_timeout_left, i64 last_call_left (-1: none)
 //
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
 //              i64 pid, i64 time, error_file str, message str
@@ -56,6 +60,8 @@ namespace ddp::membership {
 inline constexpr std::uint8_t kFirstRequestType = 0x80;
 inline constexpr std::uint8_t kFirstPushType = 0x90;
 inline constexpr std::uint8_t kJoinAtRankType = 0x86;  // JOIN with JoinRequest::node_rank
+inline constexpr std::uint8_t kQueryWaitingType = 0x87;
+inline constexpr std::uint8_t kWaitingType = 0x96;  // after 0x95, the framed store reply
 inline constexpr std::uint8_t kLastNativeType = 0x9F;
 
 // True for 0x80..0x8F: the session hands such bytes to decode_request().

@@ -24,7 +24,9 @@ std::optional<Failure> get_optional_failure(codec::Reader& in) {
 
 std::string encode_push(const Payload& push) {
   std::string out;
-  put<std::uint8_t>(out, static_cast<std::uint8_t>(kFirstPushType + push.index()));
+  put<std::uint8_t>(out, std::holds_alternative<Waiting>(push)
+                             ? kWaitingType
+                             : static_cast<std::uint8_t>(kFirstPushType + push.index()));
   std::visit(
       [&out](const auto& p) {
         using T = std::decay_t<decltype(p)>;
@@ -53,6 +55,12 @@ std::string encode_push(const Payload& push) {
         } else if constexpr (std::is_same_v<T, ErrorEvent>) {
           put<std::uint8_t>(out, static_cast<std::uint8_t>(p.code));
           put_str(out, p.message);
+        } else if constexpr (std::is_same_v<T, Waiting>) {
+          put<std::uint32_t>(out, p.joined);
+          put<std::uint32_t>(out, p.min_nodes);
+          put<std::uint32_t>(out, p.max_nodes);
+          put<std::int64_t>(out, p.join_timeout_left.count());
+          put<std::int64_t>(out, p.last_call_left ? p.last_call_left->count() : -1);
         }
       },
       push);
@@ -113,9 +121,19 @@ Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
       e.message = in.text("error message");
       return in.finish(Payload{std::move(e)});
     }
+    case kWaitingType: {
+      Waiting w;
+      w.joined = in.get<std::uint32_t>();
+      w.min_nodes = in.get<std::uint32_t>();
+      w.max_nodes = in.get<std::uint32_t>();
+      w.join_timeout_left = Duration(in.get<std::int64_t>());
+      const auto last_call = in.get<std::int64_t>();
+      if (last_call >= 0) w.last_call_left = Duration(last_call);
+      return in.finish(Payload{w});
+    }
     default:
       in.fail("unknown native rendezvous push type " + std::to_string(type) +
-              "; this agent knows 144..148 (is the daemon newer than the agent?)");
+              "; this agent knows 144..148 and 150 (is the daemon newer than the agent?)");
       return in.finish(Payload{});
   }
 }

@@ -40,6 +40,20 @@ TEST_CASE("after MIN nodes the round completes last_call_timeout later", "[round
   CHECK(h.job().round() == 1);
 }
 
+TEST_CASE("a forming round tells an asking node how far it is", "[round]") {
+  Harness h;  // MIN 2, MAX 4, join timeout 60 s, last call 5 s
+  h.join(1);
+  h.now += 10s;
+  CHECK(only_for<Waiting>(h.send(1, QueryWaiting{}), 1) == Waiting{1, 2, 4, 50s, std::nullopt});
+  h.join(2);
+  h.now += 2s;
+  CHECK(only_for<Waiting>(h.send(2, QueryWaiting{}), 2) == Waiting{2, 2, 4, 48s, 3s});
+  h.join(3);
+  h.join(4);  // MAX: the round forms; nothing more to tell
+  REQUIRE(h.job().state() == Job::State::kRunning);
+  CHECK(h.send(1, QueryWaiting{}).empty());
+}
+
 TEST_CASE("dropping below MIN cancels the last call", "[round]") {
   Harness h;
   h.join(1);

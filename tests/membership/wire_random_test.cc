@@ -24,11 +24,13 @@ std::vector<std::string> seeds() {
           encode_request(WorkersStopped{2}),
           encode_request(ReportSuccess{3}),
           encode_request(Leave{"x"}),
+          encode_request(QueryWaiting{}),
           encode_push(Joined{1, true}),
           encode_push(RoundComplete{1, 0, 0, 1, 1, 0, 1, "a", 2}),
           encode_push(StopWorkers{1, StopReason::kWorkerFailed, "d", f}),
           encode_push(JobFinished{3, "r", f}),
-          encode_push(ErrorEvent{ErrorCode::kProtocol, "e"})};
+          encode_push(ErrorEvent{ErrorCode::kProtocol, "e"}),
+          encode_push(Waiting{2, 2, 4, Duration(100), Duration(7)})};
 }
 
 template <typename Decode, typename Encode>

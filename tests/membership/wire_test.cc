@@ -43,7 +43,8 @@ std::vector<Request> sample_requests() {
           ReportFailure{4, {}},
           WorkersStopped{5},
           ReportSuccess{6},
-          Leave{"SIGTERM"}};
+          Leave{"SIGTERM"},
+          QueryWaiting{}};
 }
 
 std::vector<Payload> sample_pushes() {
@@ -53,7 +54,10 @@ std::vector<Payload> sample_pushes() {
           StopWorkers{2, StopReason::kWorkerFailed, "rank 7 failed", sample_failure()},
           JobFinished{137, "failed: rank 7", sample_failure()},
           JobFinished{0, "every worker exited 0", std::nullopt},
-          ErrorEvent{ErrorCode::kTimeout, "timed out"}};
+          ErrorEvent{ErrorCode::kTimeout, "timed out"},
+          ErrorEvent{ErrorCode::kJobFinished, "job 'x' finished (...)"},
+          Waiting{1, 2, 3, Duration(599'000), Duration(250)},
+          Waiting{1, 2, 2, Duration(5), std::nullopt}};
 }
 
 TEST_CASE("every request round-trips and every prefix of it is incomplete", "[wire]") {
@@ -132,7 +136,9 @@ TEST_CASE("a report declaring many failures but holding few is incomplete, not a
 }
 
 TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]") {
-  CHECK_THAT(decode_request("\x87").error, Catch::Contains("request type 135"));
+  CHECK_THAT(decode_request("\x88").error, Catch::Contains("request type 136"));
+  CHECK(decode_request("\x87").error.empty());                              // QUERY_WAITING
+  CHECK_THAT(decode_push("\x95").error, Catch::Contains("push type 149"));  // a store reply
   CHECK_THAT(decode_request("\x90").error, Catch::Contains("request type 144"));
   CHECK_THAT(decode_push("\x80").error, Catch::Contains("push type 128"));
   std::string bad_reason = encode_push(StopWorkers{1, StopReason::kNodeLost, "", std::nullopt});

@@ -142,4 +142,6 @@ class RestartTest(ExampleCase):
 
 if __name__ == "__main__":
     DDPRUN = os.path.abspath(sys.argv.pop(1))
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()

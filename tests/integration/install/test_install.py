@@ -94,4 +94,6 @@ class PackageTest(unittest.TestCase):
 
 if __name__ == "__main__":
     BUILD = os.path.abspath(sys.argv.pop(1))
-    unittest.main()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
+    import testmain  # noqa: E402
+    testmain.main()
