@@ -163,8 +163,11 @@ class WorkerSet {
         std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.running; }));
   }
 
-  // Reaps what has exited; the first failure is reported through `failed`.
-  void reap(SpawnOutcome& outcome) {
+  // Reaps what has exited, `first` (the pid the SIGCHLD named: the earliest exit) before the
+  // others; the first failure is recorded in `outcome`.
+  void reap(SpawnOutcome& outcome, pid_t first = 0) {
+    std::stable_partition(workers_.begin(), workers_.end(),
+                          [first](const Worker& w) { return w.pid == first; });
     for (Worker& w : workers_) {
       if (!w.running) continue;
       int status = 0;
@@ -205,7 +208,7 @@ class WorkerSet {
       outcome.message = std::string("ddp::spawn: interrupted by signal ") + std::to_string(sig) +
                         " (" + ::strsignal(sig) + "); stopped the workers";
     }
-    reap(outcome);
+    reap(outcome, sig == SIGCHLD ? info.si_pid : 0);
     return true;
   }
 

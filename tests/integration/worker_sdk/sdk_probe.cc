@@ -8,6 +8,9 @@
 //                         hang       init, barrier, print {"rank", "pid"}, wait for a signal;
 //                         fail       as hang, but rank RANK exits with code VALUE;
 //                         signal     as hang, but rank RANK raises signal VALUE.
+//   sdk_probe spawn-node NODES NR PORT N
+//                         one node's driver of a NODES-node job (node 0 hosts the store on
+//                         127.0.0.1:PORT): N workers doing allreduce.
 // An init failure prints the SDK's message and exits 2.
 #include <signal.h>
 #include <unistd.h>
@@ -81,6 +84,15 @@ int main(int argc, char** argv) {
       return what == "allreduce" ? allreduce() : ready_then(what, victim, value);
     });
   }
-  std::fprintf(stderr, "usage: sdk_probe allreduce|throw|spawn N allreduce|hang|fail|signal\n");
+  if (mode == "spawn-node" && argc == 6) {
+    return ddp::spawn({.nprocs = std::atoi(argv[5]),
+                       .nodes = std::atoi(argv[2]),
+                       .node_rank = std::atoi(argv[3]),
+                       .master_port = std::atoi(argv[4])},
+                      allreduce);
+  }
+  std::fprintf(stderr,
+               "usage: sdk_probe allreduce|throw|spawn N allreduce|hang|fail|signal|"
+               "spawn-node NODES NR PORT N\n");
   return 2;
 }
