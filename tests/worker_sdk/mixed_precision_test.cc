@@ -50,13 +50,22 @@ TEST_CASE("autocast: bfloat16 on the CPU inside the guard, float32 after; bad pa
 }
 
 TEST_CASE("bf16 gradients: same on every rank, close to float32, half the bytes") {
-  for (std::size_t gather_max : {std::size_t{0}, std::size_t{1} << 20}) {  // split / gather
+  struct Path {
+    std::size_t gather_max;
+    bool host_channel;
+  };
+  // split (all-to-all + all-gather), gathering on the host channel, gathering on the group
+  for (Path path : {Path{0, true}, Path{1u << 20, true}, Path{1u << 20, false}}) {
     for (int world : {2, 3}) {
-      INFO("world " << world << " gather_max " << gather_max);
+      INFO("world " << world << " gather_max " << path.gather_max << " channel "
+                    << path.host_channel);
       std::size_t fp32_bytes = 0, bf16_bytes = 0;
-      auto exact = ddp_grads(world, {.gather_max_bytes = gather_max}, &fp32_bytes);
-      auto narrow = ddp_grads(
-          world, {.gather_max_bytes = gather_max, .gradient_dtype = at::kBFloat16}, &bf16_bytes);
+      const ddp::DdpOptions base{.gather_max_bytes = path.gather_max,
+                                 .host_channel = path.host_channel};
+      ddp::DdpOptions bf16 = base;
+      bf16.gradient_dtype = at::kBFloat16;
+      auto exact = ddp_grads(world, base, &fp32_bytes);
+      auto narrow = ddp_grads(world, bf16, &bf16_bytes);
       for (std::size_t i = 0; i < exact[0].size(); ++i) {
         CHECK(narrow[0][i].scalar_type() == at::kFloat);
         for (int r = 1; r < world; ++r) CHECK(torch::equal(narrow[0][i], narrow[r][i]));
@@ -64,7 +73,7 @@ TEST_CASE("bf16 gradients: same on every rank, close to float32, half the bytes"
         const double err = (narrow[0][i] - exact[0][i]).abs().max().item<double>();
         CHECK(err <= 2e-2 * exact[0][i].abs().max().item<double>());
       }
-      if (gather_max == 0 && world == 2) CHECK(bf16_bytes * 2 == fp32_bytes);  // 1230 floats
+      if (world == 2) CHECK(bf16_bytes * 2 == fp32_bytes);  // 1230 floats
       CHECK(bf16_bytes < fp32_bytes);
     }
   }
