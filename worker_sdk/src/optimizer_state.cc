@@ -5,6 +5,10 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <initializer_list>
+#include <tuple>
+#include <vector>
+
 #include "ddp/state_dict.h"
 
 namespace ddp {
@@ -64,42 +68,51 @@ Result<at::Tensor> tensor(const GenericDict& d, const std::string& key, bool opt
   return it->value().toTensor();
 }
 
+// The group's numbers under `keys`, in order; an error names the first one missing.
+Result<std::vector<double>> numbers(const GenericDict& g, std::initializer_list<const char*> keys) {
+  std::vector<double> out;
+  for (const char* key : keys) {
+    auto v = number(g, key);
+    if (!v) return v.status();
+    out.push_back(*v);
+  }
+  return out;
+}
+
+Result<std::tuple<double, double>> betas_of(const GenericDict& g) {
+  auto it = g.find("betas");
+  if (it == g.end() || !(it->value().isTuple() || it->value().isList())) {
+    return invalid_argument("param group has no 'betas' pair");
+  }
+  std::vector<IValue> b = it->value().isTuple() ? it->value().toTupleRef().elements().vec()
+                                                : it->value().toListRef().vec();
+  if (b.size() != 2 || !b[0].isDouble() || !b[1].isDouble()) {
+    return invalid_argument("param group 'betas' is not a pair of floats");
+  }
+  return std::make_tuple(b[0].toDouble(), b[1].toDouble());
+}
+
+template <typename Options>
+Status apply_adam_group(Options& o, const GenericDict& g) {
+  auto n = numbers(g, {"lr", "eps", "weight_decay", "amsgrad"});
+  if (!n) return n.status();
+  auto betas = betas_of(g);
+  if (!betas) return betas.status();
+  o.lr((*n)[0]).eps((*n)[1]).weight_decay((*n)[2]).amsgrad((*n)[3] != 0).betas(*betas);
+  return Status::ok();
+}
+
 // Applies a saved group's hyper-parameters; an error names the missing key.
 Status apply_group(torch::optim::OptimizerOptions& options, const GenericDict& g) {
-#define DDP_NUMBER(var, key) \
-  auto var = number(g, key); \
-  if (!var) return var.status();
   if (auto* o = dynamic_cast<torch::optim::SGDOptions*>(&options)) {
-    DDP_NUMBER(lr, "lr")
-    DDP_NUMBER(momentum, "momentum") DDP_NUMBER(dampening, "dampening")
-        DDP_NUMBER(wd, "weight_decay") DDP_NUMBER(nesterov, "nesterov") o->lr(*lr)
-            .momentum(*momentum)
-            .dampening(*dampening)
-            .weight_decay(*wd)
-            .nesterov(*nesterov != 0);
+    auto n = numbers(g, {"lr", "momentum", "dampening", "weight_decay", "nesterov"});
+    if (!n) return n.status();
+    o->lr((*n)[0]).momentum((*n)[1]).dampening((*n)[2]).weight_decay((*n)[3]).nesterov((*n)[4] !=
+                                                                                       0);
     return Status::ok();
   }
-  auto betas_of = [&]() -> Result<std::tuple<double, double>> {
-    auto it = g.find("betas");
-    if (it == g.end() || !(it->value().isTuple() || it->value().isList())) {
-      return invalid_argument("param group has no 'betas' pair");
-    }
-    std::vector<IValue> b = it->value().isTuple() ? it->value().toTupleRef().elements().vec()
-                                                  : it->value().toListRef().vec();
-    if (b.size() != 2) return invalid_argument("param group 'betas' is not a pair");
-    return std::make_tuple(b[0].toDouble(), b[1].toDouble());
-  };
-  auto set_adam = [&](auto* o) -> Status {
-    DDP_NUMBER(lr, "lr")
-    DDP_NUMBER(eps, "eps") DDP_NUMBER(wd, "weight_decay")
-        DDP_NUMBER(amsgrad, "amsgrad") auto betas = betas_of();
-    if (!betas) return betas.status();
-    o->lr(*lr).eps(*eps).weight_decay(*wd).amsgrad(*amsgrad != 0).betas(*betas);
-    return Status::ok();
-  };
-#undef DDP_NUMBER
-  if (auto* o = dynamic_cast<torch::optim::AdamOptions*>(&options)) return set_adam(o);
-  if (auto* o = dynamic_cast<torch::optim::AdamWOptions*>(&options)) return set_adam(o);
+  if (auto* o = dynamic_cast<torch::optim::AdamOptions*>(&options)) return apply_adam_group(*o, g);
+  if (auto* o = dynamic_cast<torch::optim::AdamWOptions*>(&options)) return apply_adam_group(*o, g);
   return invalid_argument("unsupported optimizer (SGD, Adam and AdamW are)");
 }
 
