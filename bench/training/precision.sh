@@ -4,7 +4,8 @@
 # (--grad-dtype bf16); forward under bfloat16 autocast (--autocast bf16); both.
 #
 #   bench/training/precision.sh [BUILD_DIR]   (default: build)
-#   env: EPOCHS (4), SAMPLES (4096), BATCH (64), WIDTH (16), REPEAT (2), WORKERS (2)
+#   env: EPOCHS (4), SAMPLES (4096), BATCH (64), WIDTH (16), REPEAT (2), WORKERS (2),
+#        FLAGS (more cifar10_train flags for every run, e.g. "--gather-max-kib 0")
 # Per configuration, per round: samples/s = rank 0's mean over epochs 2..EPOCHS (epoch 1 warms
 # up), gradient bytes each worker sends per step (the example's own count, see
 # GradientReducer::sent_bytes_per_step), and the last epoch's loss and accuracy. Reported: the
@@ -20,6 +21,7 @@ batch=${BATCH:-64}
 width=${WIDTH:-16}
 repeat=${REPEAT:-2}
 workers=${WORKERS:-2}
+common=${FLAGS:-}
 names=("float32" "bf16 gradients" "bf16 autocast" "bf16 autocast + gradients")
 flags=("" "--grad-dtype bf16" "--autocast bf16" "--autocast bf16 --grad-dtype bf16")
 
@@ -28,7 +30,7 @@ run_one() {
   local out; out=$(mktemp)
   # shellcheck disable=SC2086  # FLAGS is a word list
   OMP_NUM_THREADS=1 "$train" --spawn "$workers" --epochs "$epochs" --synthetic-samples "$samples" \
-    --batch-size "$batch" --width "$width" $1 >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+    --batch-size "$batch" --width "$width" $common $1 >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
   awk '/bytes sent per step/ { for (i = 1; i <= NF; i++) if ($i == "bytes") b = $(i - 1); sub(",", "", b) }
        /^epoch [0-9]/ { n++; if (n > 1) { s += $NF; k++ } loss = $4; acc = $6 }
        END { printf "%.1f %s %s %s", s / k, b, loss, acc }' "$out"
@@ -41,7 +43,7 @@ for ((r = 0; r < repeat; r++)); do
 done
 
 echo "cifar10_train --spawn $workers, $samples synthetic samples, batch $batch per worker, width $width,"
-echo "$epochs epochs, 1 thread per worker; samples/s best of $repeat rounds (epochs 2..$epochs)"
+echo "$epochs epochs, 1 thread per worker${common:+, flags $common}; samples/s best of $repeat rounds (epochs 2..$epochs)"
 echo
 echo "| configuration | samples/s | gradient bytes sent per step per worker | final loss / accuracy (each round) |"
 echo "|---|---:|---:|---|"

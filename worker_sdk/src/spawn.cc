@@ -313,7 +313,10 @@ Result<SpawnOutcome> run_spawned(const SpawnOptions& options) {
 }
 
 int spawn(const SpawnOptions& options, const std::function<int()>& worker) {
-  if (is_spawned_worker()) return worker();
+  if (is_spawned_worker()) {
+    ::unsetenv(kWorkerMarker);  // programs this worker starts are not spawned workers
+    return worker();
+  }
   auto outcome = run_spawned(options);
   if (!outcome) {
     std::fprintf(stderr, "ddp::spawn: %s\n", outcome.status().to_string().c_str());

@@ -8,7 +8,8 @@
 // The first call (the parent) starts `nprocs` fresh processes of the same program
 // (/proc/self/exe with the same arguments) and waits for them; in each of those, the same
 // spawn() call sees it is a spawned worker (DDP_SPAWN_WORKER=1) and just runs `worker`,
-// returning its result, so main returns it as the worker's exit code. Workers get the
+// returning its result, so main returns it as the worker's exit code (the marker is removed
+// from the worker's environment first, so programs the worker starts are not workers). Workers get the
 // environment ddprun would give: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
 // MASTER_ADDR/MASTER_PORT of a TCPStore the parent of node 0 hosts on a port it holds for the
 // whole run (port 0: any free port, single node only), TORCHELASTIC_USE_AGENT_STORE=True,
