@@ -316,6 +316,16 @@ class WorkerSdkTest(unittest.TestCase):
         opt = torch.optim.SGD(params, lr=1.0)
         opt.load_state_dict(doc["optimizer_state_dict"])  # Python's own layout
         self.assertEqual(opt.param_groups[0]["momentum"], 0.9)
+        # Back from Python (an OrderedDict, as state_dict() gives): the example starts from it.
+        py_file = os.path.join(self.tmp.name, "from_python.pt")
+        torch.save(collections.OrderedDict(model), py_file)
+        again = self.start([ARGS.train, "--spawn", "1", "--epochs", "1", "--synthetic-samples", "256",
+                            "--batch-size", "32", "--init-from", py_file], dict(os.environ))
+        self.assertEqual(again.finish(), 0, again.stderr)
+        self.assertIn(f"initialised from {py_file}", again.seen)
+        epoch = [re.match(r"epoch 1/1 loss [\d.]+ accuracy ([\d.]+)", l) for l in again.seen]
+        accuracy = float([m for m in epoch if m][0].group(1))
+        self.assertGreater(accuracy, 0.5, again.seen)  # trained weights (fresh: about 0.1)
 
     def test_example_bf16_autocast_and_gradients_learn(self):
         w = self.start(self.train_argv("--spawn", "2", "--autocast", "bf16", "--grad-dtype", "bf16",
