@@ -154,8 +154,9 @@ TEST_CASE("pickle rewrite: OrderedDict() becomes a dict, BUILD goes with its arg
                           "aK\x01u") +
                     bytes("}\x86."));
   // Single SETITEM / APPEND get a MARK before their operands; a 2-byte LONG1 grows to 8.
-  CHECK(*ddp::detail::rewrite_python_pickle(bytes("\x80\x02}K\x01]K\x02" "as.")) ==
-        bytes("\x80\x02}(K\x01](K\x02" "eu."));
+  CHECK(*ddp::detail::rewrite_python_pickle(bytes("\x80\x02}K\x01]K\x02"
+                                                  "as.")) == bytes("\x80\x02}(K\x01](K\x02"
+                                                                   "eu."));
   CHECK(*ddp::detail::rewrite_python_pickle(bytes("\x80\x02\x8a\x02\x00\x80.")) ==
         bytes("\x80\x02\x8a\x08\x00\x80\xff\xff\xff\xff\xff\xff."));
   // A value first memoized inside the dropped state cannot be reused later.

@@ -9,8 +9,8 @@
 // (/proc/self/exe with the same arguments) and waits for them; in each of those, the same
 // spawn() call sees it is a spawned worker (DDP_SPAWN_WORKER=1) and just runs `worker`,
 // returning its result, so main returns it as the worker's exit code (the marker is removed
-// from the worker's environment first, so programs the worker starts are not workers). Workers get the
-// environment ddprun would give: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
+// from the worker's environment first, so programs the worker starts are not workers). Workers get
+// the environment ddprun would give: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
 // MASTER_ADDR/MASTER_PORT of a TCPStore the parent of node 0 hosts on a port it holds for the
 // whole run (port 0: any free port, single node only), TORCHELASTIC_USE_AGENT_STORE=True,
 // TORCHELASTIC_RESTART_COUNT=0, and OMP_NUM_THREADS=1 when unset and nprocs > 1 (as torchrun).
