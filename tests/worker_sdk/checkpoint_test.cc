@@ -1,4 +1,5 @@
-// Checkpoints: written by rank 0 atomically, loadable by plain single-process code, and a
+// Checkpoints: written by rank 0 atomically, loadable by plain single-process code (and by
+// Python's torch.load, tests/integration/worker_sdk), and a
 // faithful resume (model, optimizer, train state, RNG).
 #include "ddp/checkpoint.h"
 
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "ddp/data_parallel.h"
+#include "ddp/state_dict.h"
 #include "rank_threads.h"
 
 namespace {
@@ -58,8 +60,13 @@ TEST_CASE("checkpoint: rank 0 writes one file that a plain non-DDP module loads"
   }
   CHECK(files == std::vector<std::string>{"checkpoint.pt"});  // no temporary left behind
 
+  // The file is a torch.load-able dict; its model_state_dict loads into a plain module.
+  auto doc = ddp::load_python_file((dir.path / "checkpoint.pt").string());
+  REQUIRE(doc.is_ok());
+  auto state = ddp::as_state_dict(doc->toGenericDict().at("model_state_dict"), "model");
+  REQUIRE(state.is_ok());
   auto plain = make_net(99);
-  torch::load(plain, (dir.path / "checkpoint.pt").string());
+  REQUIRE(ddp::load_model_state_dict(*plain, *state).is_ok());
   auto loaded = plain->parameters();
   REQUIRE(loaded.size() == rank0_params.size());
   for (std::size_t i = 0; i < loaded.size(); ++i) CHECK(torch::equal(loaded[i], rank0_params[i]));

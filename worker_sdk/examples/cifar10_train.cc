@@ -6,7 +6,13 @@
 // bytes per record); without it a learnable synthetic set is generated from --seed. Rank 0
 // prints one line per epoch: loss, accuracy and samples/s over all ranks. With
 // --checkpoint-dir a checkpoint is written after every epoch (and every --checkpoint-every
-// steps); a restarted worker (TORCHELASTIC_RESTART_COUNT > 0) resumes from it.
+// steps); a restarted worker (TORCHELASTIC_RESTART_COUNT > 0) resumes from it. Checkpoints and
+// --save-model files are torch.load-able state_dicts; --init-from loads one Python wrote.
+// --autocast bf16 runs the forward pass under bfloat16 autocast; --grad-dtype bf16 sends the
+// gradients as bfloat16 (summed in float32). Without ddprun:
+//
+//   build/bin/cifar10_train --spawn 2 --epochs 3      (--nodes N --nr I --master-addr/port
+//                                                      for one such driver per node)
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -16,11 +22,14 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "ddp/autocast.h"
 #include "ddp/checkpoint.h"
 #include "ddp/collectives.h"
 #include "ddp/data_parallel.h"
 #include "ddp/error_file.h"
 #include "ddp/sampler.h"
+#include "ddp/spawn.h"
+#include "ddp/state_dict.h"
 
 namespace {
 
@@ -38,7 +47,12 @@ struct Flags {
   std::size_t bucket_kib = 25 * 1024;  // DdpOptions::bucket_cap_bytes, in KiB
   bool broadcast_buffers = true;
   std::size_t gather_max_kib = ddp::ReducerOptions{}.gather_max_bytes / 1024;
-  bool host_channel = true;  // DdpOptions::host_channel
+  bool host_channel = true;              // DdpOptions::host_channel
+  std::string autocast = "off";          // off | bf16 | fp16 (CUDA)
+  std::string grad_dtype = "fp32";       // fp32 | bf16
+  std::string save_model;                // rank 0 writes the final state_dict here
+  std::string init_from;                 // a state_dict (e.g. from Python) to start from
+  ddp::SpawnOptions spawn{.nprocs = 0};  // nprocs > 0: start the workers ourselves
 };
 
 struct Dataset {
@@ -163,7 +177,14 @@ int run(const Flags& flags) {
   Dataset data = flags.data.empty() ? synthetic(flags.synthetic_samples, flags.seed)
                                     : load_cifar10(flags.data);
   Net net(flags.width);
+  if (!flags.init_from.empty()) {
+    ddp::Status loaded = ddp::load_state_dict_file(*net, flags.init_from);
+    if (!loaded) throw std::runtime_error(loaded.to_string());
+    ddp::log_rank0(ctx, "initialised from " + flags.init_from);
+  }
   net->to(ctx.device());  // cuda:LOCAL_RANK under NCCL, else the CPU
+  std::optional<c10::ScalarType> autocast;
+  if (flags.autocast != "off") autocast = flags.autocast == "bf16" ? at::kBFloat16 : at::kHalf;
   torch::optim::SGD optimizer(net->parameters(),
                               torch::optim::SGDOptions(flags.lr).momentum(0.9).weight_decay(5e-4));
 
@@ -183,7 +204,8 @@ int run(const Flags& flags) {
       ddp::DdpOptions{.bucket_cap_bytes = flags.bucket_kib * 1024,
                       .broadcast_buffers = flags.broadcast_buffers,
                       .gather_max_bytes = flags.gather_max_kib * 1024,
-                      .host_channel = flags.host_channel});
+                      .host_channel = flags.host_channel,
+                      .gradient_dtype = flags.grad_dtype == "bf16" ? at::kBFloat16 : at::kFloat});
 
   const std::int64_t n = data.images.size(0);
   ddp::DistributedSampler sampler({.dataset_size = n,
@@ -204,6 +226,9 @@ int run(const Flags& flags) {
                " workers, " + std::to_string(batches) + " batches of " +
                std::to_string(flags.batch_size) + " per worker per epoch" +
                (model.uses_host_channel() ? ", small collectives on the host channel" : ""));
+  ddp::log_rank0(ctx, "gradients as " + flags.grad_dtype + ", " +
+                          std::to_string(model.reducer().sent_bytes_per_step()) +
+                          " bytes sent per step per worker; autocast " + flags.autocast);
 
   for (std::int64_t epoch = state.epoch; epoch < flags.epochs; ++epoch) {
     sampler.set_epoch(epoch);
@@ -217,8 +242,13 @@ int run(const Flags& flags) {
       auto x = data.images.index_select(0, idx).to(ctx.device());
       auto y = data.labels.index_select(0, idx).to(ctx.device());
       optimizer.zero_grad();
-      auto logits = model.forward(x);
-      auto loss = torch::nn::functional::cross_entropy(logits, y);
+      torch::Tensor logits, loss;
+      {
+        std::optional<ddp::AutocastGuard> guard;
+        if (autocast) guard.emplace(ctx.device().type(), *autocast);
+        logits = model.forward(x);
+        loss = torch::nn::functional::cross_entropy(logits, y);
+      }
       loss.backward();
       optimizer.step();
       ++state.step;
@@ -241,6 +271,11 @@ int run(const Flags& flags) {
                   totals[1] / totals[2], totals[2] / seconds);
     ddp::log_rank0(ctx, line);
     if (checkpointer) checkpointer->save(*net, optimizer, {epoch + 1, state.step, 0});
+  }
+  if (!flags.save_model.empty() && ctx.is_rank0()) {
+    ddp::Status saved = ddp::save_python_file(ddp::model_state_dict(*net), flags.save_model);
+    if (!saved) throw std::runtime_error(saved.to_string());
+    ddp::log_rank0(ctx, "saved the model's state_dict to " + flags.save_model);
   }
   ddp::barrier(ctx);
   return 0;
@@ -276,6 +311,34 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-host-channel", flags.host_channel,
                "run small CPU collectives through the process group, not the synchronous "
                "host channel");
+  app.add_option("--autocast", flags.autocast,
+                 "forward pass under autocast: off, bf16, fp16 (CUDA)")
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}));
+  app.add_option("--grad-dtype", flags.grad_dtype,
+                 "dtype gradients are exchanged in (bf16: half the bytes, summed in float32)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--save-model", flags.save_model, "write the final state_dict (torch.load-able)");
+  app.add_option("--init-from", flags.init_from, "start from a state_dict file (torch.save)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--spawn", flags.spawn.nprocs,
+                 "start this many workers on this node without ddprun (mp.spawn's --gpus)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--nodes", flags.spawn.nodes, "with --spawn: number of nodes")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--nr", flags.spawn.node_rank, "with --spawn: this node's rank")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--master-addr", flags.spawn.master_addr, "with --spawn: node 0's address");
+  app.add_option("--master-port", flags.spawn.master_port,
+                 "with --spawn: node 0's store port (0: any free port, single node)");
   CLI11_PARSE(app, argc, argv);
+  if (flags.autocast != "off") {  // refuse a dtype the device cannot autocast, before starting
+    ddp::Status ok = ddp::check_autocast(ddp::built_with_nccl() ? c10::kCUDA : c10::kCPU,
+                                         flags.autocast == "bf16" ? at::kBFloat16 : at::kHalf);
+    if (!ok) {
+      std::fprintf(stderr, "cifar10_train: %s\n", ok.message().c_str());
+      return 2;
+    }
+  }
+  if (flags.spawn.nprocs > 0) return ddp::spawn(flags.spawn, [&] { return run(flags); });
   return run(flags);
 }

@@ -27,6 +27,11 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
   std::function<void()> ready_;
 };
 
+// Gloo in LibTorch 1.13 has no bfloat16: collectives that only copy bytes see a same-size type.
+at::Tensor as_copyable(const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t;
+}
+
 }  // namespace
 
 void broadcast_tensors(const c10::intrusive_ptr<c10d::ProcessGroup>& group,
@@ -90,20 +95,35 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
     b.params.push_back(k);
     bytes += size;
   }
+  if (options.comm_dtype != at::kFloat && options.comm_dtype != at::kBFloat16) {
+    throw std::invalid_argument("ReducerOptions::comm_dtype must be kFloat or kBFloat16");
+  }
   const auto world = static_cast<std::size_t>(group_->getSize());
+  const auto w = static_cast<std::int64_t>(world);
   for (Bucket& b : buckets_) {
     std::int64_t total = b.offsets.back() + params_[b.params.back()].numel();
     b.flat = at::zeros({total}, b.flat.options().requires_grad(false));
     b.pending = b.params.size();
-    const std::size_t gathered_bytes =
-        world * static_cast<std::size_t>(total) * b.flat.element_size();
-    if (world > 1 && b.flat.is_cpu() && gathered_bytes <= options.gather_max_bytes) {
+    const bool narrow =
+        world > 1 && options.comm_dtype == at::kBFloat16 && b.flat.scalar_type() == at::kFloat;
+    const auto wire_options = narrow ? b.flat.options().dtype(at::kBFloat16) : b.flat.options();
+    const std::size_t wire_bytes =
+        static_cast<std::size_t>(total) * (narrow ? 2u : b.flat.element_size());
+    if (world > 1 && b.flat.is_cpu() && world * wire_bytes <= options.gather_max_bytes) {
       // One [world, total] buffer; rank r's copy is row r (the group's outputs, or the channel
       // fills it in place).
-      at::Tensor all = at::empty({static_cast<std::int64_t>(world), total}, b.flat.options());
-      for (std::size_t r = 0; r < world; ++r)
-        b.gathered.push_back(all[static_cast<std::int64_t>(r)]);
-      if (channel_) b.channel_gather = channel_->prepare_allgather(b.flat, all);
+      at::Tensor all = at::empty({w, total}, wire_options);
+      for (std::int64_t r = 0; r < w; ++r) b.gathered.push_back(all[r]);
+      if (narrow) b.wire = at::empty({total}, wire_options);
+      if (channel_) b.channel_gather = channel_->prepare_allgather(narrow ? b.wire : b.flat, all);
+      sent_bytes_per_step_ += (world - 1) * wire_bytes;
+    } else if (narrow) {
+      const std::int64_t chunk = (total + w - 1) / w;
+      b.wire = at::zeros({w * chunk}, wire_options);
+      b.scattered = at::empty({w * chunk}, wire_options);
+      sent_bytes_per_step_ += 2 * (world - 1) * static_cast<std::size_t>(chunk) * 2u;
+    } else if (world > 1) {
+      sent_bytes_per_step_ += 2 * (world - 1) * wire_bytes / world;
     }
   }
   for (std::size_t k = 0; k < params_.size(); ++k) {
@@ -134,6 +154,8 @@ bool GradientReducer::sync_enabled() const {
 std::vector<std::size_t> GradientReducer::bucket_params(std::size_t bucket) const {
   return buckets_.at(bucket).params;
 }
+
+std::size_t GradientReducer::sent_bytes_per_step() const { return sent_bytes_per_step_; }
 
 std::int64_t GradientReducer::reductions() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -172,14 +194,37 @@ void GradientReducer::launch_ready_buckets_locked() {
 
 void GradientReducer::launch_locked(Bucket& bucket) {
   bucket.flat.div_(group_->getSize());
+  if (bucket.wire.defined()) bucket.wire.narrow(0, 0, bucket.flat.numel()).copy_(bucket.flat);
   if (bucket.channel_gather) return;  // runs on the host channel in finalize()
-  std::vector<at::Tensor> io{bucket.flat};
+  if (bucket.split()) {
+    at::Tensor out = as_copyable(bucket.scattered);
+    at::Tensor in = as_copyable(bucket.wire);
+    std::vector<std::int64_t> even;  // no split sizes: world equal chunks
+    bucket.work = group_->alltoall_base(out, in, even, even);
+    return;
+  }
+  std::vector<at::Tensor> io{as_copyable(bucket.wire.defined() ? bucket.wire : bucket.flat)};
   if (bucket.gathers()) {
-    std::vector<std::vector<at::Tensor>> out{bucket.gathered};
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (const auto& row : bucket.gathered) out[0].push_back(as_copyable(row));
     bucket.work = group_->allgather(out, io);
   } else {
     bucket.work = group_->allreduce(io);
   }
+}
+
+// A split bucket's second half: this rank's chunk summed in float32 (rank order), rounded to
+// bfloat16 once, all-gathered into `wire`.
+void GradientReducer::gather_split_chunks(Bucket& bucket) {
+  const std::int64_t world = group_->getSize();
+  const std::int64_t chunk = bucket.scattered.numel() / world;
+  at::Tensor sum = bucket.scattered.narrow(0, 0, chunk).to(at::kFloat);
+  for (std::int64_t r = 1; r < world; ++r) sum.add_(bucket.scattered.narrow(0, r * chunk, chunk));
+  std::vector<at::Tensor> in{as_copyable(sum.to(at::kBFloat16))};
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (std::int64_t r = 0; r < world; ++r)
+    out[0].push_back(as_copyable(bucket.wire.narrow(0, r * chunk, chunk)));
+  bucket.work = group_->allgather(out, in);
 }
 
 void GradientReducer::finalize() {
@@ -202,9 +247,15 @@ void GradientReducer::finalize() {
   for (Bucket& b : buckets_) {
     if (b.channel_gather) b.channel_gather->run();
   }
+  for (Bucket& b : buckets_) {  // split buckets: all-to-all done, all-gather the sums
+    if (!b.split()) continue;
+    b.work->wait();
+    gather_split_chunks(b);
+  }
   for (Bucket& b : buckets_) {
     if (b.work) b.work->wait();
-    if (b.gathers()) {  // the same sum, in rank order, on every rank
+    if (b.split()) b.flat.copy_(b.wire.narrow(0, 0, b.flat.numel()));
+    if (b.gathers()) {  // the same sum, in rank order, on every rank (float32 accumulation)
       b.flat.copy_(b.gathered[0]);
       for (std::size_t r = 1; r < b.gathered.size(); ++r) b.flat.add_(b.gathered[r]);
     }

@@ -1,8 +1,10 @@
 """Integration tests of the C++ worker SDK with real processes, sockets and signals.
 
-Usage: test_worker_sdk.py --probe BIN --train BIN --python-rank SCRIPT [--ddprun BIN] [unittest args]
+Usage: test_worker_sdk.py --probe BIN --train BIN --interop BIN --python-rank SCRIPT [--ddprun BIN]
+       [unittest args]
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -17,6 +19,7 @@ import threading
 import time
 import unittest
 
+import torch
 from torch.distributed import TCPStore
 
 ARGS = None
@@ -193,8 +196,11 @@ class WorkerSdkTest(unittest.TestCase):
               for r in range(2)]
         self.finish_all(ws)
         epochs = [l for l in ws[0].seen if l.startswith("epoch ")]
-        self.assertEqual(len(epochs), 3, ws[0].seen)
         self.assertFalse(any(l.startswith("epoch ") for l in ws[1].seen))  # rank 0 prints
+        self.assert_learned(epochs)
+
+    def assert_learned(self, epochs):
+        self.assertEqual(len(epochs), 3, epochs)
         stats = [re.match(r"epoch \d/3 loss ([\d.]+) accuracy ([\d.]+) samples/s ([\d.]+)", l)
                  for l in epochs]
         losses = [float(m.group(1)) for m in stats]
@@ -237,6 +243,168 @@ class WorkerSdkTest(unittest.TestCase):
         out = second[0].seen
         self.assertRegex(out[0], r"^resumed from .*checkpoint\.pt at epoch 2 step (8|16|24)$")
         self.assertEqual([l.split()[1] for l in out if l.startswith("epoch ")], ["2/3", "3/3"])
+
+    # ddp::spawn: sdk_probe spawn N WHAT, started bare (no ddprun, no worker environment).
+    def spawn_probe(self, *args):
+        return self.start([ARGS.probe, "spawn", *args], dict(os.environ, OMP_NUM_THREADS="1"))
+
+    def ready_pids(self, w, count):
+        return [json.loads(w.wait_line(r'"pid"'))["pid"] for _ in range(count)]
+
+    def assert_gone(self, pids):
+        for pid in pids:  # reaped by the parent before it returned: no zombie either
+            with self.assertRaises(ProcessLookupError, msg=f"worker {pid} outlived the parent"):
+                os.kill(pid, 0)
+
+    def test_spawn_runs_workers_joined_through_the_parents_store(self):
+        w = self.spawn_probe("3", "allreduce")
+        self.assertEqual(w.finish(), 0, w.stderr)
+        docs = sorted((json.loads(l) for l in w.seen), key=lambda d: d["rank"])
+        self.assertEqual(docs, [{"rank": r, "world": 3, "sum": 6.0, "restart": 0} for r in range(3)])
+
+    def test_spawn_two_node_driver_arithmetic(self):
+        # The tutorials' --nodes 2 --gpus 2 --nr i driver, both "nodes" on this machine.
+        port = free_port()
+        nodes = [self.start([ARGS.probe, "spawn-node", "2", str(nr), str(port), "2"],
+                            dict(os.environ, OMP_NUM_THREADS="1")) for nr in (0, 1)]
+        for w in nodes:
+            self.assertEqual(w.finish(), 0, w.stderr)
+        ranks = [sorted(json.loads(l)["rank"] for l in w.seen) for w in nodes]
+        self.assertEqual(ranks, [[0, 1], [2, 3]])  # rank = nr x gpus + local rank
+        for w in nodes:
+            self.assertTrue(all(json.loads(l)["sum"] == 10.0 and json.loads(l)["world"] == 4
+                                for l in w.seen), w.seen)
+
+    def test_spawn_first_failure_stops_the_others(self):
+        w = self.spawn_probe("3", "fail", "1", "7")
+        pids = self.ready_pids(w, 3)
+        self.assertEqual(w.finish(), 7, w.stderr)
+        self.assertRegex(w.stderr, r"ddp::spawn: rank 1 \(local rank 1, pid \d+\) exited with code 7; "
+                                   r"stopped the other workers")
+        self.assert_gone(pids)
+
+    def test_spawn_worker_killed_by_a_signal(self):
+        w = self.spawn_probe("2", "signal", "1", str(int(signal.SIGKILL)))
+        pids = self.ready_pids(w, 2)
+        self.assertEqual(w.finish(), 128 + signal.SIGKILL, w.stderr)
+        self.assertRegex(w.stderr, r"rank 1 \(local rank 1, pid \d+\) was killed by signal 9")
+        self.assert_gone(pids)
+
+    def test_spawn_ctrl_c_on_the_parent_stops_every_worker(self):
+        w = self.spawn_probe("2", "hang")
+        pids = self.ready_pids(w, 2)
+        w.proc.send_signal(signal.SIGINT)
+        self.assertEqual(w.finish(), 128 + signal.SIGINT, w.stderr)
+        self.assertIn("ddp::spawn: interrupted by signal 2 (Interrupt); stopped the workers", w.stderr)
+        self.assert_gone(pids)
+
+    def test_example_spawns_its_workers_and_python_reads_its_files(self):
+        ckpt = os.path.join(self.tmp.name, "ckpt")
+        final = os.path.join(self.tmp.name, "final.pt")
+        w = self.start(self.train_argv("--spawn", "2", "--checkpoint-dir", ckpt, "--save-model", final),
+                       dict(os.environ))
+        self.assertEqual(w.finish(), 0, w.stderr)
+        self.assertIn("2 workers", w.seen[0])
+        self.assert_learned([l for l in w.seen if l.startswith("epoch ")])
+        doc = torch.load(os.path.join(ckpt, "checkpoint.pt"))
+        self.assertEqual((doc["epoch"], doc["world_size"], len(doc["rng_states"])), (3, 2, 2))
+        model = torch.load(final)
+        self.assertEqual(set(doc["model_state_dict"]), set(model))
+        self.assertIn("block1.conv1.weight", model)
+        self.assertFalse(any(k.startswith("module.") for k in model))
+        params = [t.clone() for k, t in model.items() if "running_" not in k and "num_batches" not in k]
+        opt = torch.optim.SGD(params, lr=1.0)
+        opt.load_state_dict(doc["optimizer_state_dict"])  # Python's own layout
+        self.assertEqual(opt.param_groups[0]["momentum"], 0.9)
+        # Back from Python (an OrderedDict, as state_dict() gives): the example starts from it.
+        py_file = os.path.join(self.tmp.name, "from_python.pt")
+        torch.save(collections.OrderedDict(model), py_file)
+        again = self.start([ARGS.train, "--spawn", "1", "--epochs", "1", "--synthetic-samples", "256",
+                            "--batch-size", "32", "--init-from", py_file], dict(os.environ))
+        self.assertEqual(again.finish(), 0, again.stderr)
+        self.assertIn(f"initialised from {py_file}", again.seen)
+        epoch = [re.match(r"epoch 1/1 loss [\d.]+ accuracy ([\d.]+)", l) for l in again.seen]
+        accuracy = float([m for m in epoch if m][0].group(1))
+        self.assertGreater(accuracy, 0.5, again.seen)  # trained weights (fresh: about 0.1)
+
+    def test_example_bf16_autocast_and_gradients_learn(self):
+        w = self.start(self.train_argv("--spawn", "2", "--autocast", "bf16", "--grad-dtype", "bf16",
+                                       "--width", "8"), dict(os.environ))
+        self.assertEqual(w.finish(timeout=120), 0, w.stderr)
+        self.assertRegex(w.seen[1], r"^gradients as bf16, \d+ bytes sent per step per worker; "
+                                    r"autocast bf16$")
+        self.assert_learned([l for l in w.seen if l.startswith("epoch ")])
+
+    # Checkpoints with real PyTorch, both ways (interop_probe is the C++ half).
+    @staticmethod
+    def py_net():
+        return torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.BatchNorm1d(5), torch.nn.ReLU(),
+                                   torch.nn.Linear(5, 2))
+
+    @staticmethod
+    def py_train(net, opt, first, last):  # interop_probe's steps
+        for k in range(first, last):
+            opt.zero_grad()
+            net(torch.linspace(-1, 1, 48).view(8, 6) * (k + 1)).pow(2).mean().backward()
+            opt.step()
+
+    @staticmethod
+    def hexes(state):
+        return {k: v.detach().contiguous().numpy().tobytes().hex() for k, v in state.items()}
+
+    def interop(self, *args):
+        w = self.start([ARGS.interop, *args], dict(os.environ, OMP_NUM_THREADS="1"))
+        return w.finish(), w
+
+    def test_cpp_checkpoint_loads_in_python_bit_for_bit(self):
+        code, w = self.interop("train-save", self.tmp.name)
+        self.assertEqual(code, 0, w.stderr + "\n".join(w.seen))
+        cpp = json.loads(w.seen[-1])
+        net = self.py_net()
+        net.load_state_dict(torch.load(os.path.join(self.tmp.name, "model.pt")))
+        self.assertEqual(self.hexes(net.state_dict()), cpp["model"])
+        ckpt = torch.load(os.path.join(self.tmp.name, "ckpt.pt"))
+        resumed = self.py_net()
+        resumed.load_state_dict(ckpt["model_state_dict"])
+        opt = torch.optim.SGD(resumed.parameters(), lr=0.5)
+        opt.load_state_dict(ckpt["optimizer_state_dict"])
+        self.assertEqual(opt.param_groups[0]["lr"], 0.1)
+        buffers = [opt.state[p]["momentum_buffer"] for p in resumed.parameters()]
+        self.assertEqual([b.numpy().tobytes().hex() for b in buffers], cpp["momentum"])
+        self.py_train(resumed, opt, ckpt["epoch"], ckpt["epoch"] + 1)  # Python trains on
+
+    def test_python_checkpoint_resumes_in_cpp(self):
+        torch.manual_seed(3)
+        net = self.py_net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        self.py_train(net, opt, 0, 3)
+        # As the tutorials save a DDP model: names carry "module.", an OrderedDict.
+        ddp_state = collections.OrderedDict(("module." + k, v) for k, v in net.state_dict().items())
+        path = os.path.join(self.tmp.name, "py_ckpt.pt")
+        torch.save({"model_state_dict": ddp_state, "optimizer_state_dict": opt.state_dict(),
+                    "epoch": 3}, path)
+        code, w = self.interop("resume", path, "2")
+        self.assertEqual(code, 0, w.stderr + "\n".join(w.seen))
+        cpp = json.loads(w.seen[-1])
+        self.assertEqual(cpp["loaded"]["model"], self.hexes(net.state_dict()))
+        self.assertEqual(cpp["loaded"]["momentum"],
+                         [opt.state[p]["momentum_buffer"].numpy().tobytes().hex()
+                          for p in net.parameters()])
+        torch.set_num_threads(1)  # as the C++ side (OMP_NUM_THREADS=1): the same kernels
+        self.py_train(net, opt, 3, 5)  # the same two steps in Python
+        self.assertEqual(cpp["trained"], self.hexes(net.state_dict()))  # bit for bit
+
+    def test_checkpoint_of_another_architecture_is_refused_naming_the_key(self):
+        path = os.path.join(self.tmp.name, "wide.pt")
+        torch.save(torch.nn.Sequential(torch.nn.Linear(6, 7), torch.nn.BatchNorm1d(7),
+                                       torch.nn.ReLU(), torch.nn.Linear(7, 2)).state_dict(), path)
+        code, w = self.interop("load", path)
+        self.assertEqual(code, 1)
+        self.assertEqual(w.seen, [f"{path}: size mismatch for '0.weight': the checkpoint has [7, 6], "
+                                  "the model [5, 6]"])
+        torch.save({"0.weight": torch.zeros(5, 6)}, path)
+        code, w = self.interop("load", path)
+        self.assertEqual(w.seen, [f"{path}: missing key '0.bias' in the checkpoint (model shape [5])"])
 
     def test_under_ddprun_sigkill_and_max_restarts(self):
         if not ARGS.ddprun:
@@ -288,6 +456,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--probe", required=True)
     parser.add_argument("--train", required=True)
+    parser.add_argument("--interop", required=True)
     parser.add_argument("--python-rank", required=True)
     parser.add_argument("--ddprun", default="")
     ARGS, rest = parser.parse_known_args()

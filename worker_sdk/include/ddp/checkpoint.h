@@ -1,16 +1,20 @@
-// Training checkpoints that survive a worker restart.
+// Training checkpoints that survive a worker restart, in a file Python reads.
 //
-// File: <dir>/checkpoint.pt, a torch::serialize archive whose top level is exactly what
-// torch::save(module) writes (parameter and buffer names without any "module." prefix), so
-// plain single-process code loads it with torch::load(module, path). A sub-archive
-// "ddp_checkpoint" holds the optimizer state, epoch, step, step within the epoch and every
-// rank's CPU RNG state.
+// File: <dir>/checkpoint.pt, a torch.save-format dict (ddp/state_dict.h) laid out as PyTorch's
+// "general checkpoint" tutorial does, so `torch.load(path)` in Python gives
+//   {"model_state_dict": {name: tensor} (no "module." prefix),
+//    "optimizer_state_dict": Python's layout (SGD, Adam, AdamW; other optimizers are stored as
+//                            "optimizer_libtorch", their LibTorch archive as uint8 bytes),
+//    "epoch", "step", "step_in_epoch", "world_size": ints,
+//    "rng_states": [every rank's CPU generator state (uint8 tensors)]}
+// and `model.load_state_dict(ckpt["model_state_dict"])` loads it into the same architecture.
 //
 // save() is a collective: RNG states are gathered to rank 0, rank 0 writes a temporary file and
 // renames it over the old one (readers never see a partial file), and all ranks leave only
 // after the rename (barrier). load() reads the file on every rank, so <dir> must be visible to
 // all ranks (a shared or node-local path on a single node). Errors (unwritable directory,
-// corrupt file) throw std::runtime_error / c10::Error naming the path.
+// corrupt file, a checkpoint of another architecture: the message names the first mismatched
+// key or shape) throw std::runtime_error naming the path.
 #pragma once
 
 #include <torch/nn/module.h>

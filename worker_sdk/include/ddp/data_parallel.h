@@ -34,6 +34,8 @@ struct DdpOptions {
   std::size_t gather_max_bytes = ReducerOptions{}.gather_max_bytes;  // see ReducerOptions
   // Small CPU collectives over the context's synchronous HostChannel (see host_channel.h).
   bool host_channel = true;
+  // kBFloat16: float32 gradients travel as bfloat16 and are summed in float32 (see reducer.h).
+  at::ScalarType gradient_dtype = at::kFloat;
 };
 
 template <typename ModuleHolder>
@@ -91,7 +93,9 @@ class DistributedDataParallel {
     broadcast_tensors(group_, state, 0);
     reducer_ = std::make_unique<GradientReducer>(
         group_, module_->parameters(),
-        ReducerOptions{options_.bucket_cap_bytes, options_.gather_max_bytes}, channel_);
+        ReducerOptions{options_.bucket_cap_bytes, options_.gather_max_bytes,
+                       options_.gradient_dtype},
+        channel_);
     buffer_sync_ = std::make_unique<BufferSync>(group_, channel_, 0);
   }
 

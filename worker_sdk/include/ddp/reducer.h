@@ -15,6 +15,12 @@
 // At the end of backward an autograd-engine callback fills the slots of parameters that got
 // no gradient with zeros, launches what is left, waits, and writes the averages back to .grad
 // (defining .grad where it was undefined).
+// With comm_dtype = kBFloat16, float32 buckets travel as bfloat16 (half the bytes) and are
+// summed in float32: a gathering bucket gathers bfloat16 rows and sums them in float32; any
+// other bucket is split into world-size chunks, exchanged by all-to-all (rank r receives
+// everyone's chunk r), summed in float32 in rank order, rounded once to bfloat16 and
+// all-gathered: the bytes of a ring all-reduce at half width. (Gloo in LibTorch 1.13 cannot
+// reduce bfloat16; both collectives only copy bytes.) Every rank gets the same values.
 //
 // Threading: hooks run on the autograd thread; state is guarded by a mutex. Construct and
 // destroy on the training thread, not during a backward pass.
@@ -42,6 +48,8 @@ struct ReducerOptions {
   // CPU buckets whose gathered size (world size x bucket bytes) is at most this are reduced
   // by all-gather + local sum; 0: always all-reduce. CUDA buckets always all-reduce.
   std::size_t gather_max_bytes = 1u << 20;
+  // The dtype gradients travel in: kFloat (as they are) or kBFloat16 (float32 buckets only).
+  at::ScalarType comm_dtype = at::kFloat;
 };
 
 class GradientReducer {
@@ -65,6 +73,10 @@ class GradientReducer {
   bool bucket_gathers(std::size_t bucket) const { return buckets_.at(bucket).gathers(); }
   // Reductions completed since construction.
   std::int64_t reductions() const;
+  // Gradient bytes one rank sends per synchronised step, by the nominal formulas of the
+  // algorithms used (B = a bucket's bytes in its wire dtype, w = world size): all-reduce
+  // (ring) and all-to-all + all-gather 2(w-1)/w x B, all-gather (w-1) x B.
+  std::size_t sent_bytes_per_step() const;
 
  private:
   struct Bucket {
@@ -74,6 +86,9 @@ class GradientReducer {
     std::size_t pending = 0;
     std::vector<at::Tensor> gathered;  // reduced by all-gather: one tensor per rank, else empty
     bool gathers() const { return !gathered.empty(); }
+    at::Tensor wire;       // bfloat16 copy of flat (padded to world x chunk when split)
+    at::Tensor scattered;  // split: the all-to-all's output, world chunks of this rank's part
+    bool split() const { return scattered.defined(); }
     std::unique_ptr<HostChannel::Prepared> channel_gather;  // set: gathered on the channel
     c10::intrusive_ptr<c10d::Work> work;                    // process-group work, if any
   };
@@ -87,6 +102,7 @@ class GradientReducer {
   void launch_ready_buckets_locked();
   void launch_locked(Bucket& bucket);
   void finalize();
+  void gather_split_chunks(Bucket& bucket);
 
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   std::shared_ptr<HostChannel> channel_;
@@ -101,6 +117,7 @@ class GradientReducer {
   bool in_backward_ = false;
   std::size_t next_bucket_ = 0;
   std::int64_t reductions_ = 0;
+  std::size_t sent_bytes_per_step_ = 0;
 };
 
 // Copies every tensor of rank `root` into the same tensor on all ranks: one broadcast per
