@@ -141,8 +141,10 @@ class ServerImpl final : public Server {
     listener_->sessions->native.when_drained(std::move(run_id), std::move(done));
   }
 
-  const membership::Registry& registry() const override {
-    return listener_->sessions->native.registry();
+  std::optional<membership::JobFinished> job_outcome(const std::string& run_id) const override {
+    const membership::Job* job = listener_->sessions->native.registry().find(run_id);
+    if (job == nullptr || job->state() != membership::Job::State::kFinished) return std::nullopt;
+    return membership::JobFinished{job->exit_code(), job->finish_reason(), job->root_cause()};
   }
 
  private:

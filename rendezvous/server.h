@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -52,9 +53,10 @@ class Server {
   // to it closed (NativeHub::when_drained); never after stop().
   virtual void when_job_drained(std::string run_id, std::function<void()> done) = 0;
 
-  // The native rendezvous' jobs, read-only: for a process embedding the daemon that needs a
-  // job's outcome (the launching ddprun of an ssh/pbsdsh fan-out, launcher/fanout/).
-  virtual const membership::Registry& registry() const = 0;
+  // What every node of job `run_id` was told when it ended (exit code, reason, root cause);
+  // nullopt while it runs or when unknown. For a process embedding the daemon that reports
+  // the job's outcome itself (the launching ddprun of an ssh/pbsdsh fan-out).
+  virtual std::optional<membership::JobFinished> job_outcome(const std::string& run_id) const = 0;
 
  protected:
   Server() = default;

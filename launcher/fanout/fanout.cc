@@ -106,8 +106,8 @@ class Fanout final : public agent::ProcessObserver {
     relay_.end(id, agent::StreamId::kStderr);
     --live_;
     const std::string& label = launches_[static_cast<std::size_t>(id)].label;
-    const membership::Job* job = finished_job();
-    if (status.ok() || job != nullptr || stopping_) {
+    const auto job = finished_job();
+    if (status.ok() || job || stopping_) {
       spdlog::info("{}: {} ended with {}", label, launcher_name(), status.describe());
     } else {
       spdlog::warn(
@@ -116,7 +116,7 @@ class Fanout final : public agent::ProcessObserver {
           status.code == 255 && status.signal == 0 ? " (ssh could not keep the session)" : "");
     }
     if (live_ == 0) return finish();
-    if (job != nullptr) {
+    if (job) {
       if (!lingering_) {
         lingering_ = true;
         linger_.expires_after(kFinishedLinger);
@@ -147,10 +147,9 @@ class Fanout final : public agent::ProcessObserver {
     return live_;
   }
 
-  const membership::Job* finished_job() const {
-    if (!server_) return nullptr;
-    const membership::Job* job = server_->registry().find(invocation_.config.run_id);
-    return job != nullptr && job->state() == membership::Job::State::kFinished ? job : nullptr;
+  std::optional<membership::JobFinished> finished_job() const {
+    if (!server_) return std::nullopt;
+    return server_->job_outcome(invocation_.config.run_id);
   }
 
   void wait_signal() {
@@ -205,14 +204,14 @@ class Fanout final : public agent::ProcessObserver {
   }
 
   void finish() {
-    const membership::Job* job = finished_job();
+    const auto job = finished_job();
     if (stop_signal_ != 0) {
       exit_code_ = 128 + stop_signal_;
-    } else if (job != nullptr) {
-      exit_code_ = job->exit_code();
-      if (job->root_cause()) print_root_cause(*job->root_cause(), job->finish_reason());
+    } else if (job) {
+      exit_code_ = job->exit_code;
+      if (job->root_cause) print_root_cause(*job->root_cause, job->reason);
       spdlog::info("job {} finished with exit code {}{}", invocation_.config.run_id, exit_code_,
-                   job->finish_reason().empty() ? "" : ": " + job->finish_reason());
+                   job->reason.empty() ? "" : ": " + job->reason);
     } else {
       exit_code_ = 1;
       spdlog::error("job {} did not finish: {}", invocation_.config.run_id,

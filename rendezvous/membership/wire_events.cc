@@ -128,6 +128,7 @@ Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
       w.max_nodes = in.get<std::uint32_t>();
       w.join_timeout_left = Duration(in.get<std::int64_t>());
       const auto last_call = in.get<std::int64_t>();
+      if (last_call < -1) in.fail("last_call_left " + std::to_string(last_call) + " is below -1");
       if (last_call >= 0) w.last_call_left = Duration(last_call);
       return in.finish(Payload{w});
     }
