@@ -16,6 +16,7 @@
 #include "agent/error_report.h"
 #include "agent/failure_wire.h"
 #include "agent/host_listen.h"
+#include "agent/join_progress.h"
 #include "agent/output.h"
 #include "agent/posix_process_launcher.h"
 #include "agent/rdzv_settings.h"
@@ -35,10 +36,6 @@ using namespace std::chrono_literals;
 // closed its connection (so their JobFinished is not cut off), for at most this long (a
 // frozen or cut-off node keeps its connection open).
 constexpr auto kFinishLinger = 5s;
-// While the first round forms, how far it has come is shown after this long, then at the
-// second period (a calm rate: a job that forms at once prints nothing).
-constexpr auto kFirstProgress = 2s;
-constexpr auto kProgressPeriod = 10s;
 // Set in every worker's environment: which agent started it (for the death watch).
 constexpr const char* kAgentVariable = "DDPRUN_AGENT_ID";
 
@@ -55,7 +52,9 @@ class Node final : public ProcessObserver {
         stdin_(io_),
         linger_(io_),
         rejoin_timer_(io_),
-        progress_(io_) {}
+        progress_(io_, [this] {
+          if (client_ && !done_) client_->query_waiting();
+        }) {}
 
   int run() {
     // The death watch's environment match must reach this agent's workers only: other jobs
@@ -235,41 +234,16 @@ class Node final : public ProcessObserver {
       if (!joined) return finish(1, "rendezvous refused: " + joined.status().message());
       spdlog::info("joined job {} for round {}{}", setup_.group.run_id, joined->round,
                    joined->waiting ? " (waiting: a round is running)" : "");
-      if (!joined->waiting) ask_progress(kFirstProgress);
+      if (!joined->waiting) progress_.start();
     });
-  }
-
-  // Until the first round forms, asks the daemon how far it is every so often.
-  void ask_progress(std::chrono::seconds after) {
-    progress_.expires_after(after);
-    progress_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || done_ || round_ != 0 || !client_) return;
-      client_->query_waiting();
-      ask_progress(kProgressPeriod);
-    });
-  }
-
-  void on_waiting(const membership::Waiting& w) {
-    if (round_ != 0) return;
-    const auto seconds = [](membership::Duration d) {
-      return std::chrono::duration_cast<std::chrono::duration<double>>(d).count();
-    };
-    if (w.last_call_left) {
-      spdlog::info(
-          "waiting for the other nodes: {} of {}..{} joined; the round forms in {:.1f} s "
-          "(or at once when {} have joined)",
-          w.joined, w.min_nodes, w.max_nodes, seconds(*w.last_call_left), w.max_nodes);
-      return;
-    }
-    spdlog::info(
-        "waiting for the other nodes: {} of {} joined; {:.0f} s left before the join "
-        "timeout (--rdzv-conf join_timeout)",
-        w.joined, w.min_nodes, seconds(w.join_timeout_left));
   }
 
   void on_event(const membership::Payload& payload) {
     if (finished_) return;
-    if (auto* w = std::get_if<membership::Waiting>(&payload)) return on_waiting(*w);
+    if (auto* w = std::get_if<membership::Waiting>(&payload)) {
+      if (round_ == 0) JoinProgress::report(*w);
+      return;
+    }
     if (auto* r = std::get_if<membership::RoundComplete>(&payload)) return on_round(*r);
     if (auto* s = std::get_if<membership::StopWorkers>(&payload)) return on_stop(*s);
     if (auto* f = std::get_if<membership::JobFinished>(&payload)) return on_finished(*f);
@@ -283,7 +257,7 @@ class Node final : public ProcessObserver {
 
   void on_round(const membership::RoundComplete& r) {
     round_ = r.round;
-    progress_.cancel();
+    progress_.stop();
     GroupContext& g = setup_.group;
     g.group_rank = static_cast<int>(r.group_rank);
     g.group_world_size = static_cast<int>(r.group_world_size);
@@ -462,7 +436,7 @@ class Node final : public ProcessObserver {
     stdin_.cancel();
     linger_.cancel();
     rejoin_timer_.cancel();
-    progress_.cancel();
+    progress_.stop();
     if (client_ && client_->is_open()) client_->close();
     if (store_) store_->stop();
     if (daemon_) daemon_->stop();
@@ -480,7 +454,7 @@ class Node final : public ProcessObserver {
   StdinWatch stdin_;
   asio::steady_timer linger_;
   asio::steady_timer rejoin_timer_;  // static rank > 0: pause before joining again
-  asio::steady_timer progress_;      // until the first round: when to ask how far it is
+  JoinProgress progress_;            // until the first round: how far the rendezvous is
   std::unique_ptr<rdzv::Server> daemon_;
   std::string daemon_connect_host_;  // static node rank 0: where its own client connects
   std::chrono::steady_clock::time_point connect_deadline_;  // static rank > 0: retry until
