@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "ddp/buffer_sync.h"
+#include "ddp/collectives.h"
 #include "rank_threads.h"
 
 namespace {
@@ -55,6 +56,9 @@ TEST_CASE("host channel: all-gather and broadcast give every rank the same bytes
 TEST_CASE("host channel: tensors it cannot use are refused with the reason") {
   ddp::testing::run_ranks(2, [](ddp::WorkerContext& ctx) {
     auto channel = ctx.host_channel();
+    // Nothing below talks to the peer: without this, a rank could close its channel (return)
+    // while the other still completes its side of the connection ("Connection closed by peer").
+    ddp::barrier(ctx);
     auto matrix = torch::zeros({4, 4});
     auto check_throws = [](auto&& call, const std::string& needle) {
       try {
