@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "common/byte_codec.h"
+
 namespace ddp::rdzv {
 namespace {
 
@@ -16,21 +18,6 @@ constexpr std::array<Op, 18> kModernOps = {
 
 constexpr char kModernPreamble[5] = {'\x00', '\xCE', '\xF7', '\x85', '\x3C'};
 
-template <typename T>
-void put_raw(std::string& out, T v) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
-
-template <typename T>
-bool get_raw(std::string_view in, std::size_t& pos, T& v) {
-  if (pos > in.size() || in.size() - pos < sizeof(T)) return false;
-  std::memcpy(&v, in.data() + pos, sizeof(T));
-  pos += sizeof(T);
-  return true;
-}
-
 // Reads one request's fields in order. The first short read or limit violation sticks:
 // later reads are no-ops, so parse code reads straight through and checks once at the end.
 class Reader {
@@ -40,7 +27,7 @@ class Reader {
   template <typename T>
   void value(T& v) {
     if (!ok()) return;
-    if (!get_raw(in_, pos_, v)) needed_ = pos_ + sizeof(T);
+    if (!bytes::get(in_, pos_, v)) needed_ = pos_ + sizeof(T);
   }
 
   void key(std::string& out) { bytes(out, limits_.max_key_bytes, "key"); }
@@ -311,21 +298,25 @@ std::optional<std::string> encode_request(Dialect dialect, const Request& req) {
 }
 
 void put_u8(std::string& out, std::uint8_t v) { out.push_back(static_cast<char>(v)); }
-void put_u32(std::string& out, std::uint32_t v) { put_raw(out, v); }
-void put_i64(std::string& out, std::int64_t v) { put_raw(out, v); }
-void put_u64(std::string& out, std::uint64_t v) { put_raw(out, v); }
+void put_u32(std::string& out, std::uint32_t v) { bytes::put(out, v); }
+void put_i64(std::string& out, std::int64_t v) { bytes::put(out, v); }
+void put_u64(std::string& out, std::uint64_t v) { bytes::put(out, v); }
 void put_bytes(std::string& out, std::string_view bytes) {
   put_u64(out, bytes.size());
   out.append(bytes);
 }
 
-bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v) { return get_raw(in, pos, v); }
-bool get_u32(std::string_view in, std::size_t& pos, std::uint32_t& v) {
-  return get_raw(in, pos, v);
+bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v) {
+  return bytes::get(in, pos, v);
 }
-bool get_i64(std::string_view in, std::size_t& pos, std::int64_t& v) { return get_raw(in, pos, v); }
+bool get_u32(std::string_view in, std::size_t& pos, std::uint32_t& v) {
+  return bytes::get(in, pos, v);
+}
+bool get_i64(std::string_view in, std::size_t& pos, std::int64_t& v) {
+  return bytes::get(in, pos, v);
+}
 bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v) {
-  return get_raw(in, pos, v);
+  return bytes::get(in, pos, v);
 }
 
 }  // namespace ddp::rdzv

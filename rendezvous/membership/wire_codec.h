@@ -6,17 +6,13 @@
 #include <string>
 #include <string_view>
 
+#include "common/byte_codec.h"
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::membership::codec {
 
-template <typename T>
-void put(std::string& out, T v) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  out.append(bytes, sizeof(T));
-}
+using bytes::put;
 inline void put_str(std::string& out, std::string_view s) {
   put<std::uint64_t>(out, s.size());
   out.append(s);
@@ -35,12 +31,7 @@ class Reader {
   T get() {
     T v{};
     if (!ok()) return v;
-    if (in_.size() - pos_ < sizeof(T)) {
-      needed_ = pos_ + sizeof(T);
-      return v;
-    }
-    std::memcpy(&v, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
+    if (!bytes::get(in_, pos_, v)) needed_ = pos_ + sizeof(T);
     return v;
   }
   bool get_bool(const char* what);

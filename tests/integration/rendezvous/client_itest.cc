@@ -6,7 +6,7 @@
 #include <future>
 #include <thread>
 
-#include "rendezvous/client.h"
+#include "rendezvous/store_client.h"
 
 namespace ddp::rdzv {
 namespace {
@@ -19,8 +19,8 @@ std::uint16_t daemon_port() {
   return static_cast<std::uint16_t>(std::stoi(port));
 }
 
-std::unique_ptr<Client> make_client() {
-  auto client = Client::connect("127.0.0.1", daemon_port(), 5s);
+std::unique_ptr<StoreClient> make_client() {
+  auto client = StoreClient::connect("127.0.0.1", daemon_port(), 5s);
   REQUIRE(client.is_ok());
   return std::move(*client);
 }
@@ -94,7 +94,7 @@ TEST_CASE("client: concurrent clients on threads", "[client]") {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([] {
-      auto c = Client::connect("127.0.0.1", daemon_port(), 5s);
+      auto c = StoreClient::connect("127.0.0.1", daemon_port(), 5s);
       if (!c) return;
       for (int i = 0; i < kAdds; ++i) (void)(*c)->add("cpp/shared", 1);
     });
@@ -122,7 +122,7 @@ TEST_CASE("client: large values round-trip; oversized ones close the connection"
 
 TEST_CASE("client: connecting to a closed port fails with kIo", "[client]") {
   // Port 1 on loopback is not served here (it would need root and a daemon).
-  auto c = Client::connect("127.0.0.1", 1, 2s);
+  auto c = StoreClient::connect("127.0.0.1", 1, 2s);
   REQUIRE_FALSE(c.is_ok());
   CHECK(c.status().code() == ErrorCode::kIo);
   CHECK_THAT(c.status().message(), Catch::Contains("cannot connect"));

@@ -1,4 +1,4 @@
-#include "rendezvous/client.h"
+#include "rendezvous/store_client.h"
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
@@ -6,17 +6,19 @@
 #include <cstring>
 #include <random>
 
+#include "common/byte_codec.h"
+
 namespace ddp::rdzv {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-Client::Client(Duration timeout) : socket_(io_), default_timeout_(timeout) {}
-Client::~Client() = default;
+StoreClient::StoreClient(Duration timeout) : socket_(io_), default_timeout_(timeout) {}
+StoreClient::~StoreClient() = default;
 
-Result<std::unique_ptr<Client>> Client::connect(const std::string& host, std::uint16_t port,
-                                                Duration timeout) {
-  std::unique_ptr<Client> client(new Client(timeout));
+Result<std::unique_ptr<StoreClient>> StoreClient::connect(const std::string& host,
+                                                          std::uint16_t port, Duration timeout) {
+  std::unique_ptr<StoreClient> client(new StoreClient(timeout));
   const auto until = Clock::now() + timeout;
   boost::system::error_code ec;
   tcp::resolver resolver(client->io_);
@@ -39,11 +41,11 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& host, std::ui
   return client;
 }
 
-Client::Clock::time_point Client::deadline(Duration timeout) const {
+StoreClient::Clock::time_point StoreClient::deadline(Duration timeout) const {
   return Clock::now() + (timeout == kUseDefault ? default_timeout_ : timeout);
 }
 
-Status Client::broken(Status s) {
+Status StoreClient::broken(Status s) {
   if (!broken_) {
     broken_ = true;
     broken_reason_ = s.to_string();
@@ -53,13 +55,13 @@ Status Client::broken(Status s) {
   return s;
 }
 
-Status Client::usable() const {
+Status StoreClient::usable() const {
   if (!broken_) return Status::ok();
   return peer_gone("store connection unusable after an earlier failure (" + broken_reason_ +
                    "); connect again");
 }
 
-Status Client::run_until(const bool& done, Clock::time_point deadline, const char* what) {
+Status StoreClient::run_until(const bool& done, Clock::time_point deadline, const char* what) {
   io_.restart();
   while (!done && io_.run_one_until(deadline) > 0) {
   }
@@ -73,7 +75,7 @@ Status Client::run_until(const bool& done, Clock::time_point deadline, const cha
   return timeout_error(std::string("store ") + what + " timed out");
 }
 
-Status Client::send(const Request& request, Clock::time_point deadline) {
+Status StoreClient::send(const Request& request, Clock::time_point deadline) {
   if (Status s = usable(); !s) return s;
   auto bytes = encode_request(Dialect::kModern, request);
   if (!bytes) return internal_error("no modern encoding for " + std::string(op_name(request.op)));
@@ -91,7 +93,7 @@ Status Client::send(const Request& request, Clock::time_point deadline) {
   return Status::ok();
 }
 
-Status Client::fill(std::size_t n, Clock::time_point deadline) {
+Status StoreClient::fill(std::size_t n, Clock::time_point deadline) {
   if (Status s = usable(); !s) return s;
   // One read can take the rest of a large value (up to 1 MiB at a time).
   std::vector<char> chunk(std::clamp<std::size_t>(n - std::min(n, in_.size()), 4096, 1 << 20));
@@ -113,31 +115,25 @@ Status Client::fill(std::size_t n, Clock::time_point deadline) {
   return Status::ok();
 }
 
-Result<std::uint8_t> Client::read_u8(Clock::time_point deadline) {
+Result<std::uint8_t> StoreClient::read_u8(Clock::time_point deadline) {
   if (Status s = fill(1, deadline); !s) return s;
   const auto v = static_cast<std::uint8_t>(in_[0]);
   in_.erase(0, 1);
   return v;
 }
 
-Result<std::uint32_t> Client::read_u32(Clock::time_point deadline) {
-  if (Status s = fill(4, deadline); !s) return broken(s);
-  std::uint32_t v = 0;
-  std::memcpy(&v, in_.data(), 4);
-  in_.erase(0, 4);
+template <typename T>
+Result<T> StoreClient::read_int(Clock::time_point deadline) {
+  if (Status s = fill(sizeof(T), deadline); !s) return broken(s);
+  T v{};
+  std::size_t pos = 0;
+  bytes::get(in_, pos, v);
+  in_.erase(0, pos);
   return v;
 }
 
-Result<std::int64_t> Client::read_i64(Clock::time_point deadline) {
-  if (Status s = fill(8, deadline); !s) return broken(s);
-  std::int64_t v = 0;
-  std::memcpy(&v, in_.data(), 8);
-  in_.erase(0, 8);
-  return v;
-}
-
-Result<std::string> Client::read_bytes(Clock::time_point deadline) {
-  auto len = read_i64(deadline);
+Result<std::string> StoreClient::read_bytes(Clock::time_point deadline) {
+  auto len = read_int<std::int64_t>(deadline);
   if (!len) return len.status();
   if (*len < 0 || *len > (std::int64_t{1} << 32)) {
     return broken(protocol_error("store replied with a length of " + std::to_string(*len)));
@@ -149,7 +145,7 @@ Result<std::string> Client::read_bytes(Clock::time_point deadline) {
   return v;
 }
 
-Status Client::wait_until(const std::vector<std::string>& keys, Clock::time_point deadline) {
+Status StoreClient::wait_until(const std::vector<std::string>& keys, Clock::time_point deadline) {
   if (Status s = send({.op = Op::kWait, .keys = keys}, deadline); !s) return s;
   auto reply = read_u8(deadline);
   if (reply) {
@@ -174,28 +170,28 @@ Status Client::wait_until(const std::vector<std::string>& keys, Clock::time_poin
   return timeout_error("waited too long for store keys: " + names);
 }
 
-Status Client::set(std::string_view key, std::string_view value, Duration timeout) {
+Status StoreClient::set(std::string_view key, std::string_view value, Duration timeout) {
   return send({.op = Op::kSet, .key = std::string(key), .value = std::string(value)},
               deadline(timeout));
 }
 
-Result<std::string> Client::get(std::string_view key, Duration timeout) {
+Result<std::string> StoreClient::get(std::string_view key, Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = wait_until({std::string(key)}, until); !s) return s;
   if (Status s = send({.op = Op::kGet, .key = std::string(key)}, until); !s) return s;
   return read_bytes(until);
 }
 
-Result<std::int64_t> Client::add(std::string_view key, std::int64_t delta, Duration timeout) {
+Result<std::int64_t> StoreClient::add(std::string_view key, std::int64_t delta, Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = send({.op = Op::kAdd, .key = std::string(key), .delta = delta}, until); !s) {
     return s;
   }
-  return read_i64(until);
+  return read_int<std::int64_t>(until);
 }
 
-Result<std::string> Client::compare_set(std::string_view key, std::string_view expected,
-                                        std::string_view desired, Duration timeout) {
+Result<std::string> StoreClient::compare_set(std::string_view key, std::string_view expected,
+                                             std::string_view desired, Duration timeout) {
   const auto until = deadline(timeout);
   Request r{.op = Op::kCompareSet,
             .key = std::string(key),
@@ -205,7 +201,7 @@ Result<std::string> Client::compare_set(std::string_view key, std::string_view e
   return read_bytes(until);
 }
 
-Result<bool> Client::check(const std::vector<std::string>& keys, Duration timeout) {
+Result<bool> StoreClient::check(const std::vector<std::string>& keys, Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = send({.op = Op::kCheck, .keys = keys}, until); !s) return s;
   auto reply = read_u8(until);
@@ -213,31 +209,31 @@ Result<bool> Client::check(const std::vector<std::string>& keys, Duration timeou
   return *reply == kCheckReady;
 }
 
-Status Client::wait(const std::vector<std::string>& keys, Duration timeout) {
+Status StoreClient::wait(const std::vector<std::string>& keys, Duration timeout) {
   return wait_until(keys, deadline(timeout));
 }
 
-Result<bool> Client::delete_key(std::string_view key, Duration timeout) {
+Result<bool> StoreClient::delete_key(std::string_view key, Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = send({.op = Op::kDeleteKey, .key = std::string(key)}, until); !s) return s;
-  auto n = read_i64(until);
+  auto n = read_int<std::int64_t>(until);
   if (!n) return n.status();
   return *n == 1;
 }
 
-Result<std::int64_t> Client::num_keys(Duration timeout) {
+Result<std::int64_t> StoreClient::num_keys(Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = send({.op = Op::kGetNumKeys}, until); !s) return s;
-  return read_i64(until);
+  return read_int<std::int64_t>(until);
 }
 
-Status Client::append(std::string_view key, std::string_view value, Duration timeout) {
+Status StoreClient::append(std::string_view key, std::string_view value, Duration timeout) {
   return send({.op = Op::kAppend, .key = std::string(key), .value = std::string(value)},
               deadline(timeout));
 }
 
-Result<std::vector<std::string>> Client::multi_get(const std::vector<std::string>& keys,
-                                                   Duration timeout) {
+Result<std::vector<std::string>> StoreClient::multi_get(const std::vector<std::string>& keys,
+                                                        Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = wait_until(keys, until); !s) return s;
   if (Status s = send({.op = Op::kMultiGet, .keys = keys}, until); !s) return s;
@@ -250,18 +246,18 @@ Result<std::vector<std::string>> Client::multi_get(const std::vector<std::string
   return values;
 }
 
-Status Client::multi_set(const std::vector<std::string>& keys,
-                         const std::vector<std::string>& values, Duration timeout) {
+Status StoreClient::multi_set(const std::vector<std::string>& keys,
+                              const std::vector<std::string>& values, Duration timeout) {
   if (keys.size() != values.size()) {
     return invalid_argument("multi_set needs as many values as keys");
   }
   return send({.op = Op::kMultiSet, .keys = keys, .values = values}, deadline(timeout));
 }
 
-Result<std::vector<std::string>> Client::list_keys(Duration timeout) {
+Result<std::vector<std::string>> StoreClient::list_keys(Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = send({.op = Op::kList}, until); !s) return s;
-  auto n = read_i64(until);
+  auto n = read_int<std::int64_t>(until);
   if (!n) return n.status();
   std::vector<std::string> keys;
   for (std::int64_t i = 0; i < *n; ++i) {
@@ -272,27 +268,27 @@ Result<std::vector<std::string>> Client::list_keys(Duration timeout) {
   return keys;
 }
 
-Result<std::chrono::nanoseconds> Client::ping(Duration timeout) {
+Result<std::chrono::nanoseconds> StoreClient::ping(Duration timeout) {
   const auto until = deadline(timeout);
   static thread_local std::minstd_rand rng{std::random_device{}()};
   const auto nonce = static_cast<std::uint32_t>(rng());
   const auto start = Clock::now();
   if (Status s = send({.op = Op::kPing, .word = nonce}, until); !s) return s;
-  auto echo = read_u32(until);
+  auto echo = read_int<std::uint32_t>(until);
   if (!echo) return echo.status();
   if (*echo != nonce) return broken(protocol_error("PING reply carries the wrong nonce"));
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
 }
 
-Status Client::queue_push(std::string_view key, std::string_view value, Duration timeout) {
+Status StoreClient::queue_push(std::string_view key, std::string_view value, Duration timeout) {
   return send({.op = Op::kQueuePush, .key = std::string(key), .value = std::string(value)},
               deadline(timeout));
 }
 
-Result<std::optional<std::string>> Client::queue_pop(std::string_view key, Duration timeout) {
+Result<std::optional<std::string>> StoreClient::queue_pop(std::string_view key, Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = send({.op = Op::kQueuePop, .key = std::string(key)}, until); !s) return s;
-  auto n = read_i64(until);
+  auto n = read_int<std::int64_t>(until);
   if (!n) return n.status();
   if (*n <= 0) return std::optional<std::string>();
   auto v = read_bytes(until);
@@ -300,10 +296,10 @@ Result<std::optional<std::string>> Client::queue_pop(std::string_view key, Durat
   return std::optional<std::string>(std::move(*v));
 }
 
-Result<std::int64_t> Client::queue_len(std::string_view key, Duration timeout) {
+Result<std::int64_t> StoreClient::queue_len(std::string_view key, Duration timeout) {
   const auto until = deadline(timeout);
   if (Status s = send({.op = Op::kQueueLen, .key = std::string(key)}, until); !s) return s;
-  return read_i64(until);
+  return read_int<std::int64_t>(until);
 }
 
 }  // namespace ddp::rdzv

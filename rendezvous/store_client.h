@@ -1,12 +1,12 @@
-// A blocking client for the store, speaking the modern (PyTorch >= 2.2) numbering: it sends
-// VALIDATE first, so it works against ddp-rendezvous and PyTorch >= 2.2 servers.
+// A blocking TCPStore client (rdzv::StoreClient), speaking the modern (PyTorch >= 2.2) numbering:
+// it sends VALIDATE first, so it works against ddp-rendezvous and PyTorch >= 2.2 servers.
 //
 // Every call takes a timeout (default: the one given to connect()). A WAIT (also the implicit
 // wait of get() and multi_get()) that times out is cancelled on the server with CANCEL_WAIT,
 // like PyTorch's client, and the connection stays usable. Any other failure (timeout, peer
 // gone, bad reply) leaves the connection unusable: later calls return kPeerGone; connect anew.
 //
-// Threading: one Client per thread (it owns its own io_context and runs it inside each
+// Threading: one StoreClient per thread (it owns its own io_context and runs it inside each
 // call). Not for use from inside another io_context's handlers.
 #pragma once
 
@@ -25,18 +25,18 @@
 
 namespace ddp::rdzv {
 
-class Client {
+class StoreClient {
  public:
   using Duration = std::chrono::milliseconds;
   static constexpr Duration kUseDefault{-1};
 
   // Resolves, connects and sends VALIDATE, all within `timeout`, which also becomes the
   // default per-call timeout. kTimeout, kIo (connection refused, unresolvable host).
-  static Result<std::unique_ptr<Client>> connect(const std::string& host, std::uint16_t port,
-                                                 Duration timeout = std::chrono::seconds(30));
-  ~Client();
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
+  static Result<std::unique_ptr<StoreClient>> connect(const std::string& host, std::uint16_t port,
+                                                      Duration timeout = std::chrono::seconds(30));
+  ~StoreClient();
+  StoreClient(const StoreClient&) = delete;
+  StoreClient& operator=(const StoreClient&) = delete;
 
   Status set(std::string_view key, std::string_view value, Duration timeout = kUseDefault);
   // Waits for the key (like PyTorch's get), then returns its value.
@@ -69,7 +69,7 @@ class Client {
 
  private:
   using Clock = std::chrono::steady_clock;
-  Client(Duration timeout);
+  StoreClient(Duration timeout);
 
   Clock::time_point deadline(Duration timeout) const;
   Status usable() const;
@@ -77,8 +77,9 @@ class Client {
   // Makes at least `n` unread reply bytes available.
   Status fill(std::size_t n, Clock::time_point deadline);
   Result<std::uint8_t> read_u8(Clock::time_point deadline);
-  Result<std::uint32_t> read_u32(Clock::time_point deadline);
-  Result<std::int64_t> read_i64(Clock::time_point deadline);
+  // A raw integer of the reply (u32 or i64); a failure breaks the connection.
+  template <typename T>
+  Result<T> read_int(Clock::time_point deadline);
   Result<std::string> read_bytes(Clock::time_point deadline);
   // Sends WAIT and awaits STOP_WAITING; on timeout cancels it on the server.
   Status wait_until(const std::vector<std::string>& keys, Clock::time_point deadline);
