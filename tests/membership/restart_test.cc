@@ -98,8 +98,8 @@ TEST_CASE("a node removed for missed heartbeats is told at once; its late report
                                Catch::Contains("host-3 (group rank 2) missed its heartbeats") &&
                                Catch::Contains("keep_alive_max_attempt"));
   // Waking up, it reports success for the round it was in: refused with the same reason.
-  auto check_refused = [](const Events& e) {
-    const ErrorEvent refused = only_for<ErrorEvent>(e, 3);
+  auto check_refused = [](const Events& reply) {
+    const ErrorEvent refused = only_for<ErrorEvent>(reply, 3);
     CHECK(refused.code == ErrorCode::kPeerGone);
     CHECK_THAT(refused.message,
                Catch::Contains("request refused") && Catch::Contains("missed its heartbeats"));
