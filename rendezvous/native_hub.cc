@@ -11,6 +11,9 @@ namespace ddp::rdzv {
 
 using membership::Clock;
 
+// A deadline timer this late means the daemon did not run (it is normally a few ms late).
+constexpr auto kPausedAfter = std::chrono::milliseconds(500);
+
 NativeHub::NativeHub(boost::asio::any_io_executor executor, membership::RegistryOptions options)
     : registry_(options), timer_(std::move(executor)) {}
 
@@ -98,8 +101,19 @@ void NativeHub::rearm() {
 }
 
 void NativeHub::on_timer() {
+  const auto now = Clock::now();
+  // Fired far past its deadline: this process was paused (SIGSTOP, a VM freeze) or starved.
+  // The heartbeats sent meanwhile still wait unread in the sockets; nobody is removed for a
+  // silence the daemon could not hear (the agents judge the daemon's own silence).
+  if (armed_ && now - *armed_ > kPausedAfter) {
+    spdlog::warn(
+        "the rendezvous daemon was paused for {} ms; every node's heartbeat budget "
+        "starts again",
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - *armed_).count());
+    registry_.pardon(now);
+  }
   armed_.reset();
-  deliver(registry_.on_deadline(Clock::now()));
+  deliver(registry_.on_deadline(now));
   rearm();
 }
 

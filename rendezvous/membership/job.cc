@@ -116,6 +116,15 @@ void Job::heartbeat(NodeId id, TimePoint now) {
   trim_heartbeats();
 }
 
+void Job::pardon(TimePoint now) {
+  advance(now);
+  for (auto& [id, m] : members_) {
+    ++visits_;
+    touch(id, m);
+  }
+  trim_heartbeats();
+}
+
 void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
   advance(now);
   auto it = members_.find(id);

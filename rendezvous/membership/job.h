@@ -55,6 +55,9 @@ class Job {
             Events& out);
   // Any request refreshes the sender's heartbeat; this one does nothing else.
   void heartbeat(NodeId id, TimePoint now);
+  // The caller could not hear anyone until `now` (its own process was paused): every member's
+  // heartbeat budget starts again from `now`, so nobody is removed for that silence.
+  void pardon(TimePoint now);
   // While the round forms (kPending) and `id` is in it: a Waiting event to `id`.
   void query_waiting(NodeId id, TimePoint now, Events& out);
   void report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures, TimePoint now,

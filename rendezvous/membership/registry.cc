@@ -175,6 +175,16 @@ std::optional<TimePoint> Registry::next_deadline() const {
   return deadlines_.begin()->first;
 }
 
+void Registry::pardon(TimePoint now) {
+  std::vector<std::string> running;
+  for (auto& [run_id, entry] : jobs_) {
+    if (entry.job->state() == Job::State::kFinished) continue;
+    entry.job->pardon(now);
+    running.push_back(run_id);
+  }
+  for (const std::string& run_id : running) update(run_id);
+}
+
 Events Registry::on_deadline(TimePoint now) {
   // Collect first, then run each due job once: a job re-filed at or before `now` waits for
   // the next call instead of spinning here.

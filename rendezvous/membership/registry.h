@@ -37,6 +37,9 @@ class Registry {
 
   std::optional<TimePoint> next_deadline() const;
   Events on_deadline(TimePoint now);
+  // The daemon itself was paused until `now` (its timer fired far too late): every running
+  // job's nodes get a fresh heartbeat budget (Job::pardon). O(nodes); call only on a pause.
+  void pardon(TimePoint now);
 
   // Observers (status endpoints, tests). nullptr when unknown (or erased after retention).
   const Job* find(std::string_view run_id) const;

@@ -82,6 +82,25 @@ TEST_CASE("a job's bound connections: joined until LEAVE or close, after the end
   CHECK(h.registry.connections("other") == 1);
 }
 
+TEST_CASE("a pardon after the daemon's own pause gives every node a fresh budget", "[registry]") {
+  Harness h;
+  h.config.keep_alive_interval = 1s;  // budget 3 s
+  h.config.max_nodes = 2;
+  h.join(1);
+  h.join(2);
+  REQUIRE(h.job().state() == Job::State::kRunning);
+  h.now += 10s;  // the daemon did not run: its timer fires 7 s late
+  h.registry.pardon(h.now);
+  CHECK(h.registry.on_deadline(h.now).empty());
+  CHECK(h.registry.next_deadline() == h.now + 3s);
+  h.now += 1s;
+  h.heartbeat(1);  // node 1's heartbeats come in again; node 2 stays silent
+  const Events e = h.run_for(2s);
+  CHECK(of_type<StopWorkers>(e).size() == 1);
+  CHECK_FALSE(h.job().has_node(2));
+  CHECK(h.job().has_node(1));
+}
+
 TEST_CASE("a node removed for silence no longer counts as a connection of its job", "[registry]") {
   Harness h;
   h.config.keep_alive_interval = 1s;

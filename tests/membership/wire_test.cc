@@ -152,7 +152,7 @@ TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]
   CHECK_THAT(decode_push(bad_code).error, Catch::Contains("error code 0"));
 }
 
-TEST_CASE("a JOIN without a node rank keeps its old bytes; with one it is JOIN_AT_RANK", "[wire]") {
+TEST_CASE("a JOIN without a node rank keeps its old bytes, with one it is JOIN_AT_RANK", "[wire]") {
   JoinRequest join{"r", Config{}, NodeInfo{"k", "a", 1, 2}};
   const std::string plain = encode_request(join);
   CHECK(plain[0] == '\x80');

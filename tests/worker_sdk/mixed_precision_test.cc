@@ -35,7 +35,7 @@ std::vector<std::vector<torch::Tensor>> ddp_grads(int world, const ddp::DdpOptio
 
 }  // namespace
 
-TEST_CASE("autocast: bfloat16 on the CPU inside the guard, float32 after; bad pairs refused") {
+TEST_CASE("autocast: bfloat16 on the CPU inside the guard, float32 after, bad pairs refused") {
   torch::nn::Linear fc(4, 3);
   auto x = torch::ones({2, 4});
   {

@@ -14,7 +14,7 @@ TEST_CASE("spawn topology: world = nodes x gpus, ranks start at nr x gpus") {
         "spawn: node rank (--nr) 2 is outside [0, 2)");
 }
 
-TEST_CASE("spawn: several nodes need a fixed port; not a spawned worker here") {
+TEST_CASE("spawn: several nodes need a fixed port, not a spawned worker here") {
   auto r = ddp::run_spawned({.nprocs = 1, .nodes = 2, .node_rank = 1});
   CHECK(r.status().code() == ddp::ErrorCode::kInvalidArgument);
   CHECK_FALSE(ddp::is_spawned_worker());

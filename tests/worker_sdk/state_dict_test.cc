@@ -89,7 +89,7 @@ TEST_CASE("state_dict: files that are not state_dicts are named") {
   std::filesystem::remove(path);
 }
 
-TEST_CASE("state_dict: optimizer state round trips for SGD and Adam; others are refused") {
+TEST_CASE("state_dict: optimizer state round trips for SGD and Adam, others are refused") {
   auto net = make_net(1);
   auto twin = make_net(1);
   SECTION("SGD") {

@@ -104,7 +104,7 @@ TEST_CASE("client: concurrent clients on threads", "[client]") {
   CHECK(*c->add("cpp/shared", 0) == kThreads * kAdds);
 }
 
-TEST_CASE("client: large values round-trip; oversized ones close the connection", "[client]") {
+TEST_CASE("client: large values round-trip, oversized ones close the connection", "[client]") {
   auto c = make_client();
   std::string big(5 << 20, 'x');
   big[12345] = '\0';
