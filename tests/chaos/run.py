@@ -104,15 +104,13 @@ class Run:
                                              "--port", "0"],
                 stdout=open(out, "wb"), stderr=open(os.path.join(self.tmp, "daemon.err"), "wb"),
                 stdin=subprocess.DEVNULL)
-            port = []
-
-            def listening():
+            def listening_port():
                 m = re.search(r"listening on \S+:(\d+)\n", open(out).read())
-                return bool(m) and not port.append(int(m.group(1)))
-            if not poll_until(listening, 10):
+                return int(m.group(1)) if m else None
+            if not poll_until(lambda: listening_port() is not None, 10):
                 raise RuntimeError("ddp-rendezvous did not start: " +
                                    open(os.path.join(self.tmp, "daemon.err")).read())
-            endpoint = "%s:%d" % (self.topo.daemon_addr, port[0])
+            endpoint = "%s:%d" % (self.topo.daemon_addr, listening_port())
         else:
             endpoint = "%s:%d" % (self.topo.addr(0), free_port())
         env = dict(os.environ, CHAOS_DIR=self.tmp, CHAOS_RUN_S=str(RUN_S),
@@ -198,10 +196,9 @@ class Run:
         if self.daemon is not None and self.daemon.poll() is None:
             self.daemon.terminate()
             self.daemon.wait()
-        left = []
-        if poll_until(lambda: not left.clear() and not left.extend(job_pids(self.t.run_id)),
-                    ORPHAN_BOUND_S, period_s=0.05):
+        if poll_until(lambda: not job_pids(self.t.run_id), ORPHAN_BOUND_S, period_s=0.05):
             return time.monotonic()
+        left = job_pids(self.t.run_id)
         violations.append("processes of the job left %.0f s after its agents exited: %s"
                           % (ORPHAN_BOUND_S, describe_pids(left)))
         for pid in left:
