@@ -13,14 +13,14 @@
 #include <filesystem>
 #include <optional>
 
-#include "agent/death_watch.h"
 #include "agent/error_report.h"
 #include "agent/multinode.h"
 #include "agent/output.h"
-#include "agent/posix_process_launcher.h"
 #include "agent/run_setup.h"
 #include "agent/supervisor.h"
 #include "agent/worker_env.h"
+#include "proc/death_watch.h"
+#include "proc/posix_process_launcher.h"
 #include "rendezvous/server.h"
 
 namespace ddp::agent {
@@ -29,15 +29,15 @@ namespace {
 namespace asio = boost::asio;
 
 // Output goes to the router, exits to the supervisor.
-class Observer final : public ProcessObserver {
+class Observer final : public proc::ProcessObserver {
  public:
   explicit Observer(OutputRouter& router) : router_(router) {}
   void set_supervisor(Supervisor* s) { supervisor_ = s; }
-  void on_output(int id, StreamId stream, std::string_view bytes) override {
+  void on_output(int id, proc::StreamId stream, std::string_view bytes) override {
     router_.write(id, stream, bytes);
   }
-  void on_output_end(int id, StreamId stream) override { router_.end_stream(id, stream); }
-  void on_exit(int id, ExitStatus status) override {
+  void on_output_end(int id, proc::StreamId stream) override { router_.end_stream(id, stream); }
+  void on_exit(int id, proc::ExitStatus status) override {
     if (supervisor_ != nullptr) supervisor_->on_exit(id, status);
   }
 
@@ -122,7 +122,7 @@ int run(const AgentConfig& config) {
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the agent
-  auto death_watch = DeathWatch::start();
+  auto death_watch = proc::DeathWatch::start();
   if (!death_watch) {
     spdlog::error("{}", death_watch.status().message());
     return 1;
@@ -136,10 +136,10 @@ int run(const AgentConfig& config) {
 
   // The worker store: held from here to the end of the job.
   // Single node: the workers reach it on loopback unless told another address.
-  rdzv::ServerOptions store_options;
+  rendezvous::ServerOptions store_options;
   store_options.host = setup->group.master_addr == "127.0.0.1" ? "127.0.0.1" : "";
   store_options.port = config.master_port_given ? config.master_port : 0;
-  auto store = rdzv::Server::start(io, store_options);
+  auto store = rendezvous::Server::start(io, store_options);
   if (!store) {
     spdlog::error("cannot start the worker store: {}", store.status().message());
     if (config.master_port_given) {
@@ -166,7 +166,7 @@ int run(const AgentConfig& config) {
 
   OutputRouter router(config, config.log_dir.has_value());
   Observer observer(router);
-  PosixProcessLauncher launcher(io, observer, death_watch->get());
+  proc::PosixProcessLauncher launcher(io, observer, death_watch->get());
 
   std::optional<Outcome> outcome;
   std::optional<SignalForwarder> signals;

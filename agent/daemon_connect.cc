@@ -24,8 +24,8 @@ std::string problem_of(const Status& s) {
 
 class Retry : public std::enable_shared_from_this<Retry> {
  public:
-  Retry(asio::io_context& io, rdzv::RdzvClientHandlers handlers, DaemonEndpoint endpoint,
-        std::function<void(Result<std::shared_ptr<rdzv::RdzvClient>>)> done)
+  Retry(asio::io_context& io, rendezvous::RdzvClientHandlers handlers, DaemonEndpoint endpoint,
+        std::function<void(Result<std::shared_ptr<rendezvous::RdzvClient>>)> done)
       : io_(io),
         handlers_(std::move(handlers)),
         endpoint_(std::move(endpoint)),
@@ -38,7 +38,7 @@ class Retry : public std::enable_shared_from_this<Retry> {
     const milliseconds timeout = endpoint_.retry_for.count() == 0
                                      ? endpoint_.attempt_timeout
                                      : std::clamp(left, milliseconds(1), endpoint_.attempt_timeout);
-    auto client = rdzv::RdzvClient::create(io_, handlers_);
+    auto client = rendezvous::RdzvClient::create(io_, handlers_);
     client->connect(endpoint_.host, endpoint_.port, timeout,
                     [self = shared_from_this(), client](Status s) {
                       if (s) return self->done_(client);
@@ -69,9 +69,9 @@ class Retry : public std::enable_shared_from_this<Retry> {
   }
 
   asio::io_context& io_;
-  rdzv::RdzvClientHandlers handlers_;
+  rendezvous::RdzvClientHandlers handlers_;
   DaemonEndpoint endpoint_;
-  std::function<void(Result<std::shared_ptr<rdzv::RdzvClient>>)> done_;
+  std::function<void(Result<std::shared_ptr<rendezvous::RdzvClient>>)> done_;
   Clock::time_point deadline_;
   asio::steady_timer pause_timer_;
   milliseconds pause_ = kFirstPause;
@@ -80,9 +80,9 @@ class Retry : public std::enable_shared_from_this<Retry> {
 
 }  // namespace
 
-void connect_daemon(asio::io_context& io, rdzv::RdzvClientHandlers handlers,
+void connect_daemon(asio::io_context& io, rendezvous::RdzvClientHandlers handlers,
                     DaemonEndpoint endpoint,
-                    std::function<void(Result<std::shared_ptr<rdzv::RdzvClient>>)> done) {
+                    std::function<void(Result<std::shared_ptr<rendezvous::RdzvClient>>)> done) {
   auto retry =
       std::make_shared<Retry>(io, std::move(handlers), std::move(endpoint), std::move(done));
   retry->attempt();

@@ -31,8 +31,8 @@ struct DaemonEndpoint {
 // `done` gets the connected client, or the last attempt's error (kTimeout when the budget
 // ran out while retrying: "cannot reach the rendezvous at HOST:PORT for 20000ms (last
 // attempt: ...)"). Cancel a pending call by stopping `io`.
-void connect_daemon(boost::asio::io_context& io, rdzv::RdzvClientHandlers handlers,
+void connect_daemon(boost::asio::io_context& io, rendezvous::RdzvClientHandlers handlers,
                     DaemonEndpoint endpoint,
-                    std::function<void(Result<std::shared_ptr<rdzv::RdzvClient>>)> done);
+                    std::function<void(Result<std::shared_ptr<rendezvous::RdzvClient>>)> done);
 
 }  // namespace ddp::agent

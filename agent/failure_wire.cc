@@ -4,20 +4,20 @@
 
 namespace ddp::agent {
 
-std::vector<membership::Failure> to_wire_failures(const Outcome& outcome, const RunSetup& setup,
-                                                  int attempt) {
-  std::vector<membership::Failure> out;
+std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& outcome,
+                                                              const RunSetup& setup, int attempt) {
+  std::vector<rendezvous::membership::Failure> out;
   for (const auto& w : outcome.failures) {
     FailureRecord record;
     record.failure = w;
     record.error_file = setup.error_file(attempt, w.local_rank).string();
     record.error = read_error_file(record.error_file);
-    membership::Failure f;
+    rendezvous::membership::Failure f;
     f.local_rank = static_cast<std::uint32_t>(w.local_rank);
     f.rank = static_cast<std::uint32_t>(setup.group.global_rank_base + w.local_rank);
     f.exit_code = w.status.signal != 0 ? -w.status.signal : w.status.code;
     f.pid = w.pid;
-    f.time = membership::WallTime(
+    f.time = rendezvous::membership::WallTime(
         std::chrono::microseconds(static_cast<std::int64_t>(record.failure_time() * 1e6)));
     if (record.error) {
       f.error_file = record.error_file;
@@ -29,12 +29,13 @@ std::vector<membership::Failure> to_wire_failures(const Outcome& outcome, const 
   return out;
 }
 
-std::string format_job_root_cause(const std::string& program, const membership::Failure& f) {
+std::string format_job_root_cause(const std::string& program,
+                                  const rendezvous::membership::Failure& f) {
   FailureRecord record;
   record.failure.local_rank = static_cast<int>(f.local_rank);
   record.failure.pid = static_cast<pid_t>(f.pid);
-  record.failure.status =
-      f.exit_code < 0 ? ExitStatus::killed(-f.exit_code) : ExitStatus::exited(f.exit_code);
+  record.failure.status = f.exit_code < 0 ? proc::ExitStatus::killed(-f.exit_code)
+                                          : proc::ExitStatus::exited(f.exit_code);
   record.failure.detected = std::chrono::system_clock::time_point(f.time.time_since_epoch());
   record.global_rank = static_cast<int>(f.rank);
   record.error_file = f.error_file;

@@ -1,5 +1,5 @@
 // Worker failures between an agent and the rendezvous daemon: this node's failures as the
-// daemon's membership::Failure (to report), and the job's root cause as the table every
+// daemon's rendezvous::membership::Failure (to report), and the job's root cause as the table every
 // node prints (from JobFinished). to_wire_failures() reads the error files; the rest is pure.
 #pragma once
 
@@ -16,10 +16,11 @@ namespace ddp::agent {
 // setup.group, exit code (negative signal number when killed, torchrun's convention), time
 // (the error file's timestamp, else when the agent saw the exit), error file and message
 // (plus traceback). node_key and group_rank are left for the daemon to fill in.
-std::vector<membership::Failure> to_wire_failures(const Outcome& outcome, const RunSetup& setup,
-                                                  int attempt);
+std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& outcome,
+                                                              const RunSetup& setup, int attempt);
 
 // torchrun's failure table for the job's root cause (the host column is its node key).
-std::string format_job_root_cause(const std::string& program, const membership::Failure& f);
+std::string format_job_root_cause(const std::string& program,
+                                  const rendezvous::membership::Failure& f);
 
 }  // namespace ddp::agent

@@ -6,12 +6,13 @@
 
 namespace ddp::agent {
 
-Result<std::unique_ptr<rdzv::Server>> listen_as_host(boost::asio::io_context& io,
-                                                     const std::string& addr, std::uint16_t port) {
-  rdzv::ServerOptions options;
+Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,
+                                                           const std::string& addr,
+                                                           std::uint16_t port) {
+  rendezvous::ServerOptions options;
   options.host = addr;
   options.port = port;
-  auto exact = rdzv::Server::start(io, options);
+  auto exact = rendezvous::Server::start(io, options);
   if (!exact) return exact.status();
   boost::system::error_code not_literal;
   boost::asio::ip::make_address(addr, not_literal);
@@ -22,12 +23,12 @@ Result<std::unique_ptr<rdzv::Server>> listen_as_host(boost::asio::io_context& io
   exact->reset();
   options.host.clear();
   options.port = bound;
-  auto any = rdzv::Server::start(io, options);
+  auto any = rendezvous::Server::start(io, options);
   if (any) return any;
   spdlog::warn("cannot listen on port {} of every interface ({}); serving {}:{} only", bound,
                any.status().message(), addr, bound);
   options.host = addr;
-  return rdzv::Server::start(io, options);
+  return rendezvous::Server::start(io, options);
 }
 
 }  // namespace ddp::agent

@@ -21,9 +21,10 @@
 
 namespace ddp::agent {
 
-// Errors: those of binding ADDR:PORT (rdzv::Server::start), e.g. "already in use", or ADDR not
-// an address of this machine.
-Result<std::unique_ptr<rdzv::Server>> listen_as_host(boost::asio::io_context& io,
-                                                     const std::string& addr, std::uint16_t port);
+// Errors: those of binding ADDR:PORT (rendezvous::Server::start), e.g. "already in use", or ADDR
+// not an address of this machine.
+Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,
+                                                           const std::string& addr,
+                                                           std::uint16_t port);
 
 }  // namespace ddp::agent

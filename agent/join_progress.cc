@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 constexpr auto kFirstQuestion = 2s;
 constexpr auto kPeriod = 10s;
 
-double seconds(membership::Duration d) {
+double seconds(rendezvous::membership::Duration d) {
   return std::chrono::duration_cast<std::chrono::duration<double>>(d).count();
 }
 
@@ -32,7 +32,7 @@ void JoinProgress::ask_after(std::chrono::seconds delay) {
   });
 }
 
-void JoinProgress::report(const membership::Waiting& w) {
+void JoinProgress::report(const rendezvous::membership::Waiting& w) {
   if (w.last_call_left) {
     spdlog::info(
         "waiting for the other nodes: {} of {}..{} joined; the round forms in {:.1f} s "

@@ -24,7 +24,7 @@ class JoinProgress {
   // The round formed, or the agent is finishing: no more questions.
   void stop();
   // Logs one answer of the daemon.
-  static void report(const membership::Waiting& w);
+  static void report(const rendezvous::membership::Waiting& w);
 
  private:
   void ask_after(std::chrono::seconds delay);

@@ -18,11 +18,11 @@
 #include "agent/host_listen.h"
 #include "agent/join_progress.h"
 #include "agent/output.h"
-#include "agent/posix_process_launcher.h"
 #include "agent/rdzv_settings.h"
 #include "agent/static_host.h"
 #include "agent/stdin_watch.h"
 #include "agent/supervisor.h"
+#include "proc/posix_process_launcher.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
 
@@ -39,9 +39,9 @@ constexpr auto kFinishLinger = 5s;
 // Set in every worker's environment: which agent started it (for the death watch).
 constexpr const char* kAgentVariable = "DDPRUN_AGENT_ID";
 
-class Node final : public ProcessObserver {
+class Node final : public proc::ProcessObserver {
  public:
-  Node(const AgentConfig& config, RunSetup& setup, DeathWatch& death_watch, RdzvSettings rdzv)
+  Node(const AgentConfig& config, RunSetup& setup, proc::DeathWatch& death_watch, RdzvSettings rdzv)
       : config_(config),
         setup_(setup),
         death_watch_(death_watch),
@@ -84,12 +84,12 @@ class Node final : public ProcessObserver {
     return exit_code_;
   }
 
-  // ProcessObserver
-  void on_output(int id, StreamId stream, std::string_view bytes) override {
+  // proc::ProcessObserver
+  void on_output(int id, proc::StreamId stream, std::string_view bytes) override {
     router_.write(id, stream, bytes);
   }
-  void on_output_end(int id, StreamId stream) override { router_.end_stream(id, stream); }
-  void on_exit(int id, ExitStatus status) override {
+  void on_output_end(int id, proc::StreamId stream) override { router_.end_stream(id, stream); }
+  void on_exit(int id, proc::ExitStatus status) override {
     if (current_ != nullptr) current_->on_exit(id, status);
   }
 
@@ -157,9 +157,10 @@ class Node final : public ProcessObserver {
 
   void connect() {
     connect_daemon(io_,
-                   {.on_event = [this](const membership::Payload& p) { on_event(p); },
+                   {.on_event = [this](const rendezvous::membership::Payload& p) { on_event(p); },
                     .on_disconnect = [this](const Status& s) { on_disconnect(s); }},
-                   daemon_endpoint(), [this](Result<std::shared_ptr<rdzv::RdzvClient>> client) {
+                   daemon_endpoint(),
+                   [this](Result<std::shared_ptr<rendezvous::RdzvClient>> client) {
                      if (done_) {
                        if (client) (*client)->close();
                        return;
@@ -190,11 +191,11 @@ class Node final : public ProcessObserver {
       store_port_ = daemon_ ? daemon_->port() : 0;
       return true;
     }
-    rdzv::ServerOptions options;
+    rendezvous::ServerOptions options;
     options.port = store_port_ != 0            ? store_port_
                    : config_.master_port_given ? config_.master_port
                                                : 0;
-    auto store = rdzv::Server::start(io_, options);
+    auto store = rendezvous::Server::start(io_, options);
     if (!store) {
       spdlog::error("cannot start the worker store: {}", store.status().message());
       return false;
@@ -209,7 +210,7 @@ class Node final : public ProcessObserver {
   }
 
   void join() {
-    membership::JoinRequest request;
+    rendezvous::membership::JoinRequest request;
     request.run_id = setup_.group.run_id;
     request.config = rdzv_.config;
     request.node.addr = advertised_addr();
@@ -217,7 +218,7 @@ class Node final : public ProcessObserver {
     request.node.store_port = store_port_;
     request.node.local_world_size = static_cast<std::uint32_t>(config_.nproc_per_node);
     request.node_rank = rdzv_.node_rank;
-    client_->join(request, [this](Result<membership::Joined> joined) {
+    client_->join(request, [this](Result<rendezvous::membership::Joined> joined) {
       if (!joined && retries_connecting() && joined.status().code() == ErrorCode::kJobFinished &&
           std::chrono::steady_clock::now() < connect_deadline_) {
         // Node rank 0 of the previous job on this port still lingers at its exit barrier
@@ -238,16 +239,17 @@ class Node final : public ProcessObserver {
     });
   }
 
-  void on_event(const membership::Payload& payload) {
+  void on_event(const rendezvous::membership::Payload& payload) {
     if (finished_) return;
-    if (auto* w = std::get_if<membership::Waiting>(&payload)) {
+    if (auto* w = std::get_if<rendezvous::membership::Waiting>(&payload)) {
       if (round_ == 0) JoinProgress::report(*w);
       return;
     }
-    if (auto* r = std::get_if<membership::RoundComplete>(&payload)) return on_round(*r);
-    if (auto* s = std::get_if<membership::StopWorkers>(&payload)) return on_stop(*s);
-    if (auto* f = std::get_if<membership::JobFinished>(&payload)) return on_finished(*f);
-    if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) {
+    if (auto* r = std::get_if<rendezvous::membership::RoundComplete>(&payload)) return on_round(*r);
+    if (auto* s = std::get_if<rendezvous::membership::StopWorkers>(&payload)) return on_stop(*s);
+    if (auto* f = std::get_if<rendezvous::membership::JobFinished>(&payload))
+      return on_finished(*f);
+    if (auto* e = std::get_if<rendezvous::membership::ErrorEvent>(&payload)) {
       // kPeerGone: the daemon removed this node (missed heartbeats, stop timeout); its
       // message says so. Anything else is a rendezvous error (e.g. the join timed out).
       return abandon(e->code == ErrorCode::kPeerGone ? e->message
@@ -255,7 +257,7 @@ class Node final : public ProcessObserver {
     }
   }
 
-  void on_round(const membership::RoundComplete& r) {
+  void on_round(const rendezvous::membership::RoundComplete& r) {
     round_ = r.round;
     progress_.stop();
     GroupContext& g = setup_.group;
@@ -300,7 +302,7 @@ class Node final : public ProcessObserver {
     current_->start();
   }
 
-  void on_stop(const membership::StopWorkers& s) {
+  void on_stop(const rendezvous::membership::StopWorkers& s) {
     spdlog::warn("round {}: stopping the workers: {}", s.round, s.detail);
     if (current_ != nullptr && s.round == round_ && current_->phase() != Supervisor::Phase::kDone) {
       current_->interrupt(SIGTERM);
@@ -334,7 +336,7 @@ class Node final : public ProcessObserver {
         client_->report_failure(round, to_wire_failures(outcome, setup_, restart_count_));
         return;
       case Outcome::Kind::kError: {
-        membership::Failure f;
+        rendezvous::membership::Failure f;
         f.exit_code = 1;
         f.rank = static_cast<std::uint32_t>(setup_.group.global_rank_base);
         f.time = std::chrono::time_point_cast<std::chrono::microseconds>(
@@ -347,7 +349,7 @@ class Node final : public ProcessObserver {
     }
   }
 
-  void on_finished(const membership::JobFinished& f) {
+  void on_finished(const rendezvous::membership::JobFinished& f) {
     if (f.root_cause && !config_.job_report_by_launcher) print_root_cause(*f.root_cause, f.reason);
     if (f.exit_code != 0 && !f.root_cause) spdlog::error("job failed: {}", f.reason);
     spdlog::info("job {} finished with exit code {}", setup_.group.run_id, f.exit_code);
@@ -370,7 +372,7 @@ class Node final : public ProcessObserver {
     });
   }
 
-  void print_root_cause(const membership::Failure& f, const std::string& reason) {
+  void print_root_cause(const rendezvous::membership::Failure& f, const std::string& reason) {
     std::string table = format_job_root_cause(program_name(config_.worker_argv), f);
     if (!reason.empty()) table += "job " + setup_.group.run_id + ": " + reason + "\n";
     std::fwrite(table.data(), 1, table.size(), stderr);
@@ -445,24 +447,24 @@ class Node final : public ProcessObserver {
 
   const AgentConfig& config_;
   RunSetup& setup_;
-  DeathWatch& death_watch_;
+  proc::DeathWatch& death_watch_;
   RdzvSettings rdzv_;
   asio::io_context io_;
   OutputRouter router_;
-  PosixProcessLauncher launcher_;
+  proc::PosixProcessLauncher launcher_;
   asio::signal_set signals_;
   StdinWatch stdin_;
   asio::steady_timer linger_;
   asio::steady_timer rejoin_timer_;  // static rank > 0: pause before joining again
   JoinProgress progress_;            // until the first round: how far the rendezvous is
-  std::unique_ptr<rdzv::Server> daemon_;
+  std::unique_ptr<rendezvous::Server> daemon_;
   std::string daemon_connect_host_;  // static node rank 0: where its own client connects
   std::chrono::steady_clock::time_point connect_deadline_;  // static rank > 0: retry until
-  std::unique_ptr<rdzv::Server> store_;
-  std::vector<std::unique_ptr<rdzv::Server>> retired_stores_;
+  std::unique_ptr<rendezvous::Server> store_;
+  std::vector<std::unique_ptr<rendezvous::Server>> retired_stores_;
   std::uint16_t store_port_ = 0;
   bool store_used_ = false;
-  std::shared_ptr<rdzv::RdzvClient> client_;
+  std::shared_ptr<rendezvous::RdzvClient> client_;
   // Supervisors of past rounds stay alive: their timers may still hold callbacks.
   std::vector<std::unique_ptr<Supervisor>> supervisors_;
   Supervisor* current_ = nullptr;
@@ -478,7 +480,7 @@ class Node final : public ProcessObserver {
 
 }  // namespace
 
-int run_multinode(const AgentConfig& config, RunSetup& setup, DeathWatch& death_watch) {
+int run_multinode(const AgentConfig& config, RunSetup& setup, proc::DeathWatch& death_watch) {
   // Bad multi-node input is reported as the launcher reports bad input: one line, exit 2.
   auto bad_input = [](const std::string& message) {
     std::fprintf(stderr, "ddprun: error: %s\n", message.c_str());

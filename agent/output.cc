@@ -9,8 +9,8 @@
 namespace ddp::agent {
 namespace {
 
-bool includes(Streams s, StreamId stream) {
-  int bit = stream == StreamId::kStdout ? 1 : 2;
+bool includes(Streams s, proc::StreamId stream) {
+  int bit = stream == proc::StreamId::kStdout ? 1 : 2;
   return (static_cast<int>(s) & bit) != 0;
 }
 
@@ -30,11 +30,11 @@ struct OutputRouter::Sink {
   std::string prefix;
   int console_fd = -1;
   int file_fd = -1;
-  LineSplitter splitter;
+  proc::LineSplitter splitter;
 };
 
 StreamRoute route_for(const AgentConfig& config, bool log_dir_given, int local_rank,
-                      StreamId stream) {
+                      proc::StreamId stream) {
   const bool redirected = includes(config.redirects.for_rank(local_rank), stream);
   const bool teed = includes(config.tee.for_rank(local_rank), stream);
   const bool shown =
@@ -53,11 +53,11 @@ OutputRouter::OutputRouter(const AgentConfig& config, bool log_dir_given, int co
                            int console_err_fd)
     : config_(config), log_dir_given_(log_dir_given), console_fd_{console_out_fd, console_err_fd} {
   for (int r = 0; r < config.nproc_per_node; ++r) {
-    for (StreamId s : {StreamId::kStdout, StreamId::kStderr}) {
+    for (proc::StreamId s : {proc::StreamId::kStdout, proc::StreamId::kStderr}) {
       auto sink = std::make_unique<Sink>();
       sink->route = route_for(config, log_dir_given, r, s);
       sink->prefix = output_prefix(config.role, r);
-      sink->console_fd = console_fd_[s == StreamId::kStdout ? 0 : 1];
+      sink->console_fd = console_fd_[s == proc::StreamId::kStdout ? 0 : 1];
       sinks_.push_back(std::move(sink));
     }
   }
@@ -65,8 +65,9 @@ OutputRouter::OutputRouter(const AgentConfig& config, bool log_dir_given, int co
 
 OutputRouter::~OutputRouter() { end_attempt(); }
 
-OutputRouter::Sink* OutputRouter::sink(int local_rank, StreamId stream) {
-  std::size_t i = static_cast<std::size_t>(local_rank) * 2 + (stream == StreamId::kStdout ? 0 : 1);
+OutputRouter::Sink* OutputRouter::sink(int local_rank, proc::StreamId stream) {
+  std::size_t i =
+      static_cast<std::size_t>(local_rank) * 2 + (stream == proc::StreamId::kStdout ? 0 : 1);
   return local_rank >= 0 && i < sinks_.size() ? sinks_[i].get() : nullptr;
 }
 
@@ -77,10 +78,10 @@ Status OutputRouter::begin_attempt(const std::filesystem::path& attempt_dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return io_error("cannot create log directory " + dir.string() + ": " + ec.message());
-    for (StreamId s : {StreamId::kStdout, StreamId::kStderr}) {
+    for (proc::StreamId s : {proc::StreamId::kStdout, proc::StreamId::kStderr}) {
       Sink* k = sink(r, s);
       if (k == nullptr || !k->route.file) continue;
-      auto path = dir / (s == StreamId::kStdout ? "stdout.log" : "stderr.log");
+      auto path = dir / (s == proc::StreamId::kStdout ? "stdout.log" : "stderr.log");
       k->file_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (k->file_fd < 0) {
         return io_error("cannot open log file " + path.string() + ": " + std::strerror(errno));
@@ -97,7 +98,7 @@ void OutputRouter::console_line(const Sink& k, std::string_view line) {
   write_all(k.console_fd, scratch_);
 }
 
-void OutputRouter::write(int local_rank, StreamId stream, std::string_view bytes) {
+void OutputRouter::write(int local_rank, proc::StreamId stream, std::string_view bytes) {
   Sink* k = sink(local_rank, stream);
   if (k == nullptr) return;
   if (k->file_fd >= 0) write_all(k->file_fd, bytes);
@@ -106,7 +107,7 @@ void OutputRouter::write(int local_rank, StreamId stream, std::string_view bytes
   }
 }
 
-void OutputRouter::end_stream(int local_rank, StreamId stream) {
+void OutputRouter::end_stream(int local_rank, proc::StreamId stream) {
   Sink* k = sink(local_rank, stream);
   if (k == nullptr) return;
   k->splitter.finish([&](std::string_view line) { console_line(*k, line); });

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "agent/config.h"
-#include "agent/line_splitter.h"
-#include "agent/process_launcher.h"
 #include "common/status.h"
+#include "proc/line_splitter.h"
+#include "proc/process_launcher.h"
 
 namespace ddp::agent {
 
@@ -32,7 +32,7 @@ struct StreamRoute {
 };
 
 StreamRoute route_for(const AgentConfig& config, bool log_dir_given, int local_rank,
-                      StreamId stream);
+                      proc::StreamId stream);
 
 // "[default0]:" for role "default", local rank 0.
 std::string output_prefix(const std::string& role, int local_rank);
@@ -48,15 +48,15 @@ class OutputRouter {
   // Creates <attempt_dir>/<r>/ for every local rank and opens the log files routing asks
   // for. Errors: kIo naming the path.
   Status begin_attempt(const std::filesystem::path& attempt_dir);
-  void write(int local_rank, StreamId stream, std::string_view bytes);
+  void write(int local_rank, proc::StreamId stream, std::string_view bytes);
   // EOF of one stream: prints its partial last line.
-  void end_stream(int local_rank, StreamId stream);
+  void end_stream(int local_rank, proc::StreamId stream);
   // Flushes every partial line and closes the files.
   void end_attempt();
 
  private:
   struct Sink;
-  Sink* sink(int local_rank, StreamId stream);
+  Sink* sink(int local_rank, proc::StreamId stream);
   void console_line(const Sink& sink, std::string_view line);
 
   const AgentConfig& config_;

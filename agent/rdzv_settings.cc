@@ -114,7 +114,7 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
     }
     auto n = number(key, value);
     if (!n) return n.status();
-    auto ms = std::chrono::duration_cast<membership::Duration>(Seconds(*n));
+    auto ms = std::chrono::duration_cast<rendezvous::membership::Duration>(Seconds(*n));
     if (key == "join_timeout" || key == "timeout") {
       s.config.join_timeout = ms;
     } else if (key == "last_call_timeout") {
@@ -129,7 +129,7 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
       s.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(Seconds(*n));
     }  // heartbeat_timeout (torchrun's etcd key): accepted, the keep-alive budget rules
   }
-  if (Status st = membership::validate(s.config); !st) return st;
+  if (Status st = rendezvous::membership::validate(s.config); !st) return st;
   return s;
 }
 

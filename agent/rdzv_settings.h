@@ -18,10 +18,10 @@
 namespace ddp::agent {
 
 struct RdzvSettings {
-  std::string host;             // the daemon's host (brackets of an IPv6 literal removed)
-  std::uint16_t port = 29400;   // torchrun's default c10d port when none is given
-  std::optional<bool> is_host;  // --rdzv-conf is_host=...; unset = infer (port bindable)
-  membership::Config config;    // nodes, restarts, timeouts, keep-alive
+  std::string host;                       // the daemon's host (brackets of an IPv6 literal removed)
+  std::uint16_t port = 29400;             // torchrun's default c10d port when none is given
+  std::optional<bool> is_host;            // --rdzv-conf is_host=...; unset = infer (port bindable)
+  rendezvous::membership::Config config;  // nodes, restarts, timeouts, keep-alive
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(60)};  // read_timeout
   // Static backend only: this node's group rank (--node-rank). Set means: the daemon at
   // host:port is also the worker store (MASTER_ADDR/PORT), node rank 0 hosts it, and the

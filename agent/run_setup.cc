@@ -20,10 +20,10 @@ std::filesystem::path RunSetup::error_file(int attempt, int local_rank) const {
   return attempt_dir(attempt) / std::to_string(local_rank) / "error.json";
 }
 
-LaunchSpec RunSetup::launch_spec(int attempt, int local_rank) const {
+proc::LaunchSpec RunSetup::launch_spec(int attempt, int local_rank) const {
   GroupContext g = group;
   g.restart_count = attempt;
-  LaunchSpec spec;
+  proc::LaunchSpec spec;
   spec.argv = substitute_local_rank(worker_argv, local_rank);
   spec.env = to_envp(make_worker_env(base_env, g, local_rank, error_file(attempt, local_rank)));
   return spec;

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "agent/config.h"
-#include "agent/process_launcher.h"
 #include "agent/worker_env.h"
 #include "common/status.h"
+#include "proc/process_launcher.h"
 
 namespace ddp::agent {
 
@@ -27,7 +27,7 @@ struct RunSetup {
   std::filesystem::path error_file(int attempt, int local_rank) const;
   // The worker's command is worker_argv with torchrun's ${local_rank} macro substituted
   // (agent/worker_args.h).
-  LaunchSpec launch_spec(int attempt, int local_rank) const;
+  proc::LaunchSpec launch_spec(int attempt, int local_rank) const;
 };
 
 // Errors: kInvalidArgument for what this agent cannot run (no command); kIo when the log directory

@@ -24,9 +24,9 @@ Result<StaticHost> start_static_host(boost::asio::io_context& io, const std::str
   if (in_use(server.status())) return taken(addr, port);
 
   // Not this machine's address (or not resolvable here): every interface, same port.
-  rdzv::ServerOptions options;
+  rendezvous::ServerOptions options;
   options.port = port;
-  auto any = rdzv::Server::start(io, options);
+  auto any = rendezvous::Server::start(io, options);
   if (!any) {
     if (in_use(any.status())) return taken(addr, port);
     return io_error("node rank 0 cannot listen on --master-addr " + addr + " port " +

@@ -19,7 +19,7 @@
 namespace ddp::agent {
 
 struct StaticHost {
-  std::unique_ptr<rdzv::Server> server;
+  std::unique_ptr<rendezvous::Server> server;
   std::string connect_host;  // where this agent's own rendezvous client reaches it
 };
 

@@ -6,7 +6,7 @@
 
 namespace ddp::agent {
 
-Supervisor::Supervisor(boost::asio::io_context& io, ProcessLauncher& launcher,
+Supervisor::Supervisor(boost::asio::io_context& io, proc::ProcessLauncher& launcher,
                        SupervisorOptions options, MakeSpec make_spec, BeforeAttempt before_attempt,
                        Done done)
     : launcher_(launcher),
@@ -51,7 +51,7 @@ void Supervisor::begin_attempt() {
   spdlog::debug("attempt {}: {} workers started", attempt_, options_.nproc);
 }
 
-void Supervisor::on_exit(int local_rank, ExitStatus status) {
+void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
   if (local_rank < 0 || local_rank >= static_cast<int>(live_.size()) || !live_[local_rank]) return;
   live_[local_rank] = false;
   const auto now = std::chrono::system_clock::now();

@@ -8,7 +8,7 @@
 //           stopping -> all exited -> restart: running (attempt + 1)
 //                                  -> done: failed | interrupted | error
 //
-// Every OS effect goes through ProcessLauncher; time is an Asio steady_timer on the
+// Every OS effect goes through proc::ProcessLauncher; time is an Asio steady_timer on the
 // given io_context. Worker ids given to the launcher are local ranks.
 //
 // Threading: the io_context's single thread. The done callback runs once, on it.
@@ -22,8 +22,8 @@
 #include <functional>
 #include <vector>
 
-#include "agent/process_launcher.h"
 #include "common/status.h"
+#include "proc/process_launcher.h"
 
 namespace ddp::agent {
 
@@ -31,7 +31,7 @@ struct WorkerFailure {
   int attempt = 0;
   int local_rank = 0;
   pid_t pid = 0;
-  ExitStatus status;
+  proc::ExitStatus status;
   std::chrono::system_clock::time_point detected;
 };
 
@@ -59,19 +59,20 @@ class Supervisor {
  public:
   enum class Phase { kIdle, kRunning, kStopping, kDone };
   // Builds the command and environment of one worker of one attempt.
-  using MakeSpec = std::function<LaunchSpec(int attempt, int local_rank)>;
+  using MakeSpec = std::function<proc::LaunchSpec(int attempt, int local_rank)>;
   // Runs before an attempt's workers start (log directories); an error ends the run.
   using BeforeAttempt = std::function<Status(int attempt)>;
   using Done = std::function<void(const Outcome&)>;
 
-  Supervisor(boost::asio::io_context& io, ProcessLauncher& launcher, SupervisorOptions options,
-             MakeSpec make_spec, BeforeAttempt before_attempt, Done done);
+  Supervisor(boost::asio::io_context& io, proc::ProcessLauncher& launcher,
+             SupervisorOptions options, MakeSpec make_spec, BeforeAttempt before_attempt,
+             Done done);
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
   void start();
   // From the launcher's observer.
-  void on_exit(int local_rank, ExitStatus status);
+  void on_exit(int local_rank, proc::ExitStatus status);
   // A signal the agent received: forwarded to every live worker group; the run ends
   // (no restart) once they exited, with exit code 128 + signal.
   void interrupt(int signal);
@@ -92,7 +93,7 @@ class Supervisor {
   void finish(Outcome outcome);
   int live_count() const;
 
-  ProcessLauncher& launcher_;
+  proc::ProcessLauncher& launcher_;
   SupervisorOptions options_;
   MakeSpec make_spec_;
   BeforeAttempt before_attempt_;

@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
     auto self = std::filesystem::read_symlink("/proc/self/exe", exe_error);
     if (exe_error)
       return usage_error(ddp::io_error("cannot find this ddprun's path: " + exe_error.message()));
-    return ddp::fanout::run(*invocation, {environment.env, self.string(), environment.cwd});
+    return ddp::launcher::fanout::run(*invocation,
+                                      {environment.env, self.string(), environment.cwd});
   }
   return ddp::agent::run(invocation->config);
 }

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <fstream>
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 Status write_port_file(const std::string& path, std::uint16_t port) {
@@ -66,4 +66,4 @@ Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
   return Status::ok();
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -8,7 +8,7 @@
 #include "common/status.h"
 #include "rendezvous/server.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 struct DaemonOptions {
   ServerOptions server;
@@ -20,4 +20,4 @@ struct DaemonOptions {
 // kIo when the port is taken or the port file cannot be written.
 Status run_daemon(const DaemonOptions& options, std::ostream& ready);
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -7,7 +7,7 @@
 #include "rendezvous/daemon.h"
 
 int main(int argc, char** argv) {
-  ddp::rdzv::DaemonOptions options;
+  ddp::rendezvous::DaemonOptions options;
   options.server.port = 29400;
   std::string log_level = "info";
   CLI::App app{"ddp-rendezvous: TCPStore-compatible store daemon (PyTorch 1.13 and >= 2.2)"};
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     std::cerr << "ddp-rendezvous: " << logging.message() << '\n';
     return 2;
   }
-  ddp::Status status = ddp::rdzv::run_daemon(options, std::cout);
+  ddp::Status status = ddp::rendezvous::run_daemon(options, std::cout);
   if (!status) {
     std::cerr << "ddp-rendezvous: error: " << status.message() << '\n';
     return 1;

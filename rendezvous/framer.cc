@@ -1,6 +1,6 @@
 #include "rendezvous/framer.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 void put_store_reply(std::string& out, std::string_view reply) {
   put_u8(out, kStoreReplyType);
@@ -14,17 +14,17 @@ Frame Framer::next(std::string_view input) {
     return frame;
   }
   const auto type = static_cast<std::uint8_t>(input.front());
-  if (!membership::is_native_request_type(type)) return next_store(input);
-  auto decoded = membership::decode_request(input, wire_);
+  if (!rendezvous::membership::is_native_request_type(type)) return next_store(input);
+  auto decoded = rendezvous::membership::decode_request(input, wire_);
   switch (decoded.state) {
-    case membership::DecodeState::kIncomplete:
+    case rendezvous::membership::DecodeState::kIncomplete:
       frame.needed = decoded.needed;
       return frame;
-    case membership::DecodeState::kError:
+    case rendezvous::membership::DecodeState::kError:
       frame.kind = FrameKind::kError;
       frame.error = "malformed rendezvous request: " + decoded.error;
       return frame;
-    case membership::DecodeState::kComplete:
+    case rendezvous::membership::DecodeState::kComplete:
       break;
   }
   native_mode_ = true;
@@ -80,4 +80,4 @@ Frame Framer::next_store(std::string_view input) {
   return frame;
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

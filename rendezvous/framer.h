@@ -30,7 +30,7 @@
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/protocol.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 // Push type of a framed TCPStore reply on a native-mode connection (see above).
 inline constexpr std::uint8_t kStoreReplyType = 0x95;
@@ -41,16 +41,16 @@ enum class FrameKind { kIncomplete, kError, kStore, kNative };
 
 struct Frame {
   FrameKind kind = FrameKind::kIncomplete;
-  std::size_t consumed = 0;    // kStore / kNative: bytes used
-  std::size_t needed = 0;      // kIncomplete: smallest input size that can make progress
-  std::string error;           // kError
-  Request store;               // kStore (VALIDATE included, see validate_only)
-  membership::Request native;  // kNative
+  std::size_t consumed = 0;  // kStore / kNative: bytes used
+  std::size_t needed = 0;    // kIncomplete: smallest input size that can make progress
+  std::string error;         // kError
+  Request store;             // kStore (VALIDATE included, see validate_only)
+  rendezvous::membership::Request native;  // kNative
 };
 
 class Framer {
  public:
-  explicit Framer(const Limits& limits, const membership::WireLimits& wire = {})
+  explicit Framer(const Limits& limits, const rendezvous::membership::WireLimits& wire = {})
       : limits_(limits), wire_(wire) {}
 
   // Decodes the first request of `input`, which must start at a request boundary.
@@ -63,10 +63,10 @@ class Framer {
   Frame next_store(std::string_view input);
 
   Limits limits_;
-  membership::WireLimits wire_;
+  rendezvous::membership::WireLimits wire_;
   std::optional<Dialect> dialect_;
   bool validated_ = false;
   bool native_mode_ = false;
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 struct Limits {
   std::size_t max_key_bytes = std::size_t{8} << 10;    // 8 KiB per key
@@ -17,4 +17,4 @@ struct Limits {
   std::size_t max_pending_reply_bytes = std::size_t{64} << 20;
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -7,37 +7,38 @@
 
 #include "rendezvous/membership/wire.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
-using membership::Clock;
+using rendezvous::membership::Clock;
 
 // A deadline timer this late means the daemon did not run (it is normally a few ms late).
 constexpr auto kPausedAfter = std::chrono::milliseconds(500);
 
-NativeHub::NativeHub(boost::asio::any_io_executor executor, membership::RegistryOptions options)
+NativeHub::NativeHub(boost::asio::any_io_executor executor,
+                     rendezvous::membership::RegistryOptions options)
     : registry_(options), timer_(std::move(executor)) {}
 
 NativeHub::~NativeHub() { stop(); }
 
-membership::NodeId NativeHub::attach(NativePeer& peer) {
-  const membership::NodeId id = next_id_++;
+rendezvous::membership::NodeId NativeHub::attach(NativePeer& peer) {
+  const rendezvous::membership::NodeId id = next_id_++;
   peers_.emplace(id, &peer);
   return id;
 }
 
-void NativeHub::handle(membership::NodeId id, membership::Request request) {
+void NativeHub::handle(rendezvous::membership::NodeId id, rendezvous::membership::Request request) {
   deliver(registry_.handle(id, std::move(request), Clock::now()));
   rearm();
   notify_drained();
 }
 
-void NativeHub::touch(membership::NodeId id) {
+void NativeHub::touch(rendezvous::membership::NodeId id) {
   // Not a JOINed node yet: nothing to refresh (the registry's error reply is dropped).
-  (void)registry_.handle(id, membership::Heartbeat{}, Clock::now());
+  (void)registry_.handle(id, rendezvous::membership::Heartbeat{}, Clock::now());
   rearm();
 }
 
-void NativeHub::closed(membership::NodeId id) {
+void NativeHub::closed(rendezvous::membership::NodeId id) {
   if (peers_.erase(id) == 0) return;
   deliver(registry_.connection_closed(id, Clock::now()));
   rearm();
@@ -51,8 +52,9 @@ void NativeHub::when_drained(std::string run_id, std::function<void()> done) {
 }
 
 bool NativeHub::drained(const std::string& run_id) const {
-  const membership::Job* job = registry_.find(run_id);
-  const bool finished = job == nullptr || job->state() == membership::Job::State::kFinished;
+  const rendezvous::membership::Job* job = registry_.find(run_id);
+  const bool finished =
+      job == nullptr || job->state() == rendezvous::membership::Job::State::kFinished;
   return finished && registry_.connections(run_id) == 0;
 }
 
@@ -73,13 +75,13 @@ void NativeHub::stop() {
   timer_.cancel();
 }
 
-void NativeHub::deliver(const membership::Events& events) {
+void NativeHub::deliver(const rendezvous::membership::Events& events) {
   // One encoding per distinct payload would save work on fan-outs, but events to different
   // nodes differ (ranks) except StopWorkers/JobFinished; encoding is ~100 ns, so keep it simple.
-  for (const membership::Event& event : events) {
+  for (const rendezvous::membership::Event& event : events) {
     auto it = peers_.find(event.to);
     if (it == peers_.end()) continue;  // closed in the meantime: nothing to tell
-    it->second->push(membership::encode_push(event.payload));
+    it->second->push(rendezvous::membership::encode_push(event.payload));
   }
 }
 
@@ -117,4 +119,4 @@ void NativeHub::on_timer() {
   rearm();
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -25,7 +25,7 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/registry.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 // A connection that receives pushes. The hub holds raw pointers between attach() and
 // detach(); the peer must detach (closed()) before it is destroyed.
@@ -38,20 +38,21 @@ class NativePeer {
 
 class NativeHub {
  public:
-  NativeHub(boost::asio::any_io_executor executor, membership::RegistryOptions options = {});
+  NativeHub(boost::asio::any_io_executor executor,
+            rendezvous::membership::RegistryOptions options = {});
   ~NativeHub();
   NativeHub(const NativeHub&) = delete;
   NativeHub& operator=(const NativeHub&) = delete;
 
   // Registers `peer` and returns its NodeId.
-  membership::NodeId attach(NativePeer& peer);
+  rendezvous::membership::NodeId attach(NativePeer& peer);
   // One decoded native request from `id`; its events (including the reply to JOIN) are
   // pushed before this returns.
-  void handle(membership::NodeId id, membership::Request request);
+  void handle(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
   // Any other traffic from `id` (TCPStore queries) also proves it alive.
-  void touch(membership::NodeId id);
+  void touch(rendezvous::membership::NodeId id);
   // The connection closed (EOF, error, server stop): the node is gone at once.
-  void closed(membership::NodeId id);
+  void closed(rendezvous::membership::NodeId id);
   // Calls `done` once, on this thread, when job `run_id` has finished and no connection is
   // bound to it any more (every node that was told JobFinished closed or LEFT), or at once
   // when that is already so. A host agent waits on it before stopping its embedded daemon,
@@ -60,25 +61,25 @@ class NativeHub {
   // Cancels the deadline timer; later calls still work but no deadline fires.
   void stop();
 
-  const membership::Registry& registry() const { return registry_; }
+  const rendezvous::membership::Registry& registry() const { return registry_; }
 
  private:
-  void deliver(const membership::Events& events);
+  void deliver(const rendezvous::membership::Events& events);
   void rearm();
   void on_timer();
   bool drained(const std::string& run_id) const;
   // Runs the drain callbacks whose job is drained now.
   void notify_drained();
 
-  membership::Registry registry_;
+  rendezvous::membership::Registry registry_;
   boost::asio::steady_timer timer_;
-  std::optional<membership::TimePoint> armed_;  // the deadline the timer waits for
-  std::unordered_map<membership::NodeId, NativePeer*> peers_;
-  membership::NodeId next_id_ = 1;
+  std::optional<rendezvous::membership::TimePoint> armed_;  // the deadline the timer waits for
+  std::unordered_map<rendezvous::membership::NodeId, NativePeer*> peers_;
+  rendezvous::membership::NodeId next_id_ = 1;
   std::vector<std::pair<std::string, std::function<void()>>> drain_waiters_;
   bool stopped_ = false;
   // Expires with the hub: a timer handler already queued when the hub dies sees it gone.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -5,7 +5,7 @@
 
 #include "common/byte_codec.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 constexpr std::array<Op, 9> kLegacyOps = {Op::kSet,        Op::kCompareSet, Op::kGet,
@@ -319,4 +319,4 @@ bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v) {
   return bytes::get(in, pos, v);
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

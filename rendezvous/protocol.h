@@ -56,7 +56,7 @@
 
 #include "rendezvous/limits.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 inline constexpr std::uint32_t kValidateMagic = 0x3C85F7CE;
 inline constexpr std::uint8_t kFirstNativeOp = 0x80;  // start of the reserved range
@@ -151,4 +151,4 @@ bool get_u32(std::string_view in, std::size_t& pos, std::uint32_t& v);
 bool get_i64(std::string_view in, std::size_t& pos, std::int64_t& v);
 bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v);
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

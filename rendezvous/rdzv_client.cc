@@ -9,7 +9,7 @@
 #include "rendezvous/framer.h"
 #include "rendezvous/membership/wire.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -82,8 +82,8 @@ void RdzvClient::connect(std::string host, std::uint16_t port, std::chrono::mill
       });
 }
 
-void RdzvClient::join(membership::JoinRequest request,
-                      std::function<void(Result<membership::Joined>)> done) {
+void RdzvClient::join(rendezvous::membership::JoinRequest request,
+                      std::function<void(Result<rendezvous::membership::Joined>)> done) {
   if (!is_open() || join_done_) {
     asio::post(io_, [done = std::move(done), open = is_open()] {
       done(open ? invalid_argument("join already in progress on this connection")
@@ -95,25 +95,29 @@ void RdzvClient::join(membership::JoinRequest request,
   keep_alive_ = request.config.keep_alive_interval;
   silence_budget_ = request.config.heartbeat_budget();
   last_rx_ = Clock::now();
-  send(membership::encode_request(request));
+  send(rendezvous::membership::encode_request(request));
   join_sent_ = true;
   heartbeats_on_ = true;
   arm_heartbeat();
   send_next_store();
 }
 
-void RdzvClient::report_failure(std::uint64_t round, std::vector<membership::Failure> failures) {
-  send(membership::encode_request(membership::ReportFailure{round, std::move(failures)}));
+void RdzvClient::report_failure(std::uint64_t round,
+                                std::vector<rendezvous::membership::Failure> failures) {
+  send(rendezvous::membership::encode_request(
+      rendezvous::membership::ReportFailure{round, std::move(failures)}));
 }
 void RdzvClient::workers_stopped(std::uint64_t round) {
-  send(membership::encode_request(membership::WorkersStopped{round}));
+  send(rendezvous::membership::encode_request(rendezvous::membership::WorkersStopped{round}));
 }
 void RdzvClient::report_success(std::uint64_t round) {
-  send(membership::encode_request(membership::ReportSuccess{round}));
+  send(rendezvous::membership::encode_request(rendezvous::membership::ReportSuccess{round}));
 }
-void RdzvClient::query_waiting() { send(membership::encode_request(membership::QueryWaiting{})); }
+void RdzvClient::query_waiting() {
+  send(rendezvous::membership::encode_request(rendezvous::membership::QueryWaiting{}));
+}
 void RdzvClient::leave(std::string reason) {
-  send(membership::encode_request(membership::Leave{std::move(reason)}));
+  send(rendezvous::membership::encode_request(rendezvous::membership::Leave{std::move(reason)}));
   close_after_write_ = true;
   heartbeats_on_ = false;
   heartbeat_.cancel();
@@ -162,7 +166,7 @@ void RdzvClient::arm_heartbeat() {
     const auto now = Clock::now();
     if (now - self->heartbeat_.expiry() > self->keep_alive_) self->resumed_at_ = now;
     if (!self->check_daemon_alive()) return;
-    self->send(membership::encode_request(membership::Heartbeat{}));
+    self->send(rendezvous::membership::encode_request(rendezvous::membership::Heartbeat{}));
     self->arm_heartbeat();
   });
 }
@@ -239,4 +243,4 @@ void RdzvClient::end(Status why) {
   });
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -48,12 +48,12 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/protocol.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 struct RdzvClientHandlers {
   // Every push after the JOIN reply: RoundComplete, StopWorkers, JobFinished, ErrorEvent
   // (e.g. kTimeout when the first round never reached MIN nodes).
-  std::function<void(const membership::Payload&)> on_event;
+  std::function<void(const rendezvous::membership::Payload&)> on_event;
   // The daemon connection ended without close() (EOF, socket error, undecodable push):
   // kPeerGone or kProtocol naming the daemon. Called once; nothing else follows.
   std::function<void(const Status&)> on_disconnect;
@@ -75,10 +75,11 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   // Sends JOIN; `done` gets the daemon's Joined, or its ErrorEvent as a Status (bad config,
   // config mismatch, job finished, ...), or kPeerGone when the connection ends first.
   // One join per connection. Starts the heartbeat timer.
-  void join(membership::JoinRequest request, std::function<void(Result<membership::Joined>)> done);
+  void join(rendezvous::membership::JoinRequest request,
+            std::function<void(Result<rendezvous::membership::Joined>)> done);
 
   // Fire-and-forget reports (the daemon answers with pushes, if at all).
-  void report_failure(std::uint64_t round, std::vector<membership::Failure> failures);
+  void report_failure(std::uint64_t round, std::vector<rendezvous::membership::Failure> failures);
   void workers_stopped(std::uint64_t round);
   void report_success(std::uint64_t round);
   // Asks how far the forming round is; answered with a Waiting push while it forms.
@@ -116,7 +117,7 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   void read_more();
   // Decodes every complete push at the front of in_; false after ending the connection.
   bool consume();
-  bool on_push(membership::Payload push);
+  bool on_push(rendezvous::membership::Payload push);
   void on_store_reply(std::string reply);
   void send_next_store();
   void arm_heartbeat();
@@ -144,10 +145,10 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   bool close_after_write_ = false;
   bool open_ = false;
   bool ended_ = false;
-  std::function<void(Result<membership::Joined>)> join_done_;
+  std::function<void(Result<rendezvous::membership::Joined>)> join_done_;
   std::deque<StoreCall> store_calls_;  // front is in flight when store_in_flight_
   bool store_in_flight_ = false;
   bool join_sent_ = false;  // store queries wait for it: only then are replies framed
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -7,7 +7,7 @@
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/rdzv_client.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -45,9 +45,9 @@ bool RdzvClient::consume() {
       used += pos + n;
       continue;
     }
-    auto decoded = membership::decode_push(rest);
-    if (decoded.state == membership::DecodeState::kIncomplete) break;
-    if (decoded.state == membership::DecodeState::kError) {
+    auto decoded = rendezvous::membership::decode_push(rest);
+    if (decoded.state == rendezvous::membership::DecodeState::kIncomplete) break;
+    if (decoded.state == rendezvous::membership::DecodeState::kError) {
       end(protocol_error("undecodable push from the rendezvous daemon at " + peer_ + ": " +
                          decoded.error + "; is it a ddprun daemon of the same version?"));
       return false;
@@ -60,15 +60,15 @@ bool RdzvClient::consume() {
   return !ended_;
 }
 
-bool RdzvClient::on_push(membership::Payload push) {
+bool RdzvClient::on_push(rendezvous::membership::Payload push) {
   if (join_done_) {
-    if (auto* joined = std::get_if<membership::Joined>(&push)) {
+    if (auto* joined = std::get_if<rendezvous::membership::Joined>(&push)) {
       auto done = std::move(join_done_);
       join_done_ = nullptr;
       done(*joined);
       return !ended_;
     }
-    if (auto* error = std::get_if<membership::ErrorEvent>(&push)) {
+    if (auto* error = std::get_if<rendezvous::membership::ErrorEvent>(&push)) {
       auto done = std::move(join_done_);
       join_done_ = nullptr;
       stop_heartbeats();  // not a member: heartbeats would only earn errors
@@ -93,4 +93,4 @@ void RdzvClient::on_store_reply(std::string reply) {
   if (call.done) call.done(std::move(reply));
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -14,7 +14,7 @@
 
 #include "rendezvous/session.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 namespace asio = boost::asio;
@@ -141,10 +141,13 @@ class ServerImpl final : public Server {
     listener_->sessions->native.when_drained(std::move(run_id), std::move(done));
   }
 
-  std::optional<membership::JobFinished> job_outcome(const std::string& run_id) const override {
-    const membership::Job* job = listener_->sessions->native.registry().find(run_id);
-    if (job == nullptr || job->state() != membership::Job::State::kFinished) return std::nullopt;
-    return membership::JobFinished{job->exit_code(), job->finish_reason(), job->root_cause()};
+  std::optional<rendezvous::membership::JobFinished> job_outcome(
+      const std::string& run_id) const override {
+    const rendezvous::membership::Job* job = listener_->sessions->native.registry().find(run_id);
+    if (job == nullptr || job->state() != rendezvous::membership::Job::State::kFinished)
+      return std::nullopt;
+    return rendezvous::membership::JobFinished{job->exit_code(), job->finish_reason(),
+                                               job->root_cause()};
   }
 
  private:
@@ -181,4 +184,4 @@ Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, const Server
   return server;
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -1,7 +1,7 @@
 // The store server: a TCPStore-compatible listener (both PyTorch numberings) that
 // serves one in-memory Store, plus ddprun's native rendezvous requests (every job of a
-// membership::Registry, keyed by run id; rendezvous/framer.h, native_hub.h). Used by the
-// `ddp-rendezvous` daemon and embedded in ddprun agents: an agent that hosts the rendezvous
+// rendezvous::membership::Registry, keyed by run id; rendezvous/framer.h, native_hub.h). Used by
+// the `ddp-rendezvous` daemon and embedded in ddprun agents: an agent that hosts the rendezvous
 // starts one on its own io_context and its RdzvClient connects to it like any other node's;
 // the worker store is a second Server that simply never sees native requests.
 //
@@ -20,13 +20,13 @@
 #include "rendezvous/limits.h"
 #include "rendezvous/membership/registry.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 struct ServerOptions {
   std::string host;            // bind address; empty = all interfaces (IPv6 dual-stack, else IPv4)
   std::uint16_t port = 29400;  // 0 picks a free port
   Limits limits;
-  membership::RegistryOptions registry;  // how long finished jobs are remembered
+  rendezvous::membership::RegistryOptions registry;  // how long finished jobs are remembered
 };
 
 class Server {
@@ -56,10 +56,11 @@ class Server {
   // What every node of job `run_id` was told when it ended (exit code, reason, root cause);
   // nullopt while it runs or when unknown. For a process embedding the daemon that reports
   // the job's outcome itself (the launching ddprun of an ssh/pbsdsh fan-out).
-  virtual std::optional<membership::JobFinished> job_outcome(const std::string& run_id) const = 0;
+  virtual std::optional<rendezvous::membership::JobFinished> job_outcome(
+      const std::string& run_id) const = 0;
 
  protected:
   Server() = default;
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <utility>
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -172,7 +172,7 @@ bool Session::handle_store(Request& request) {
   return true;
 }
 
-void Session::handle_native(membership::Request request) {
+void Session::handle_native(rendezvous::membership::Request request) {
   if (watching_) {
     close(
         "native rendezvous requests cannot share a connection with WATCH_KEY; use another "
@@ -251,4 +251,4 @@ void Session::key_changed(WatchEvent event, std::string_view key, std::string_vi
   flush();
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -39,14 +39,14 @@
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 class Session;
 
 // State shared by all sessions of one server. Outlives every session (they hold it).
 struct SessionContext {
   SessionContext(boost::asio::any_io_executor executor, const Limits& l,
-                 membership::RegistryOptions registry = {})
+                 rendezvous::membership::RegistryOptions registry = {})
       : limits(l), native(std::move(executor), registry) {}
   Store store;
   Limits limits;
@@ -90,7 +90,7 @@ class Session final : public Subscriber,
   std::optional<std::size_t> handle_all(std::string_view view);
   bool handle_store(Request& request);
   bool handle(Request& request);  // applies a TCPStore query, appends its raw reply to out_
-  void handle_native(membership::Request request);
+  void handle_native(rendezvous::membership::Request request);
   void flush();
   std::string peer() const;
 
@@ -102,11 +102,11 @@ class Session final : public Subscriber,
   std::string out_;         // replies queued while a write is in flight
   std::string writing_;     // the bytes of the in-flight write
   Framer framer_;
-  std::optional<membership::NodeId> node_id_;  // set by the first native request
-  bool watching_ = false;                      // sent WATCH_KEY (never native, then)
-  bool in_store_query_ = false;                // handle_store() is collecting a reply
+  std::optional<rendezvous::membership::NodeId> node_id_;  // set by the first native request
+  bool watching_ = false;                                  // sent WATCH_KEY (never native, then)
+  bool in_store_query_ = false;                            // handle_store() is collecting a reply
   std::string deferred_;  // framed WAIT replies completed by the query in progress
   bool closed_ = false;
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

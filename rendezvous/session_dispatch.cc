@@ -4,7 +4,7 @@
 
 #include "rendezvous/session.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 bool Session::handle(Request& req) {
   Store& store = ctx_->store;
@@ -86,4 +86,4 @@ bool Session::handle(Request& req) {
   return true;
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

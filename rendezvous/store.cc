@@ -4,7 +4,7 @@
 #include <charconv>
 #include <utility>
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 template <typename T>
@@ -221,4 +221,4 @@ std::int64_t Store::queue_len(const std::string& key) const {
   return it == queues_.end() ? 0 : static_cast<std::int64_t>(it->second.size());
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -25,7 +25,7 @@
 #include "common/status.h"
 #include "rendezvous/protocol.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 // One connection as the store sees it. The store keeps raw pointers to subscribers with
 // parked waits or watches; the owner must call Store::drop() before destroying one.
@@ -114,4 +114,4 @@ class Store {
   std::unordered_map<Subscriber*, Registrations> registrations_;
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -8,7 +8,7 @@
 
 #include "common/byte_codec.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -302,4 +302,4 @@ Result<std::int64_t> StoreClient::queue_len(std::string_view key, Duration timeo
   return read_int<std::int64_t>(until);
 }
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

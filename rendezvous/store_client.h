@@ -1,5 +1,6 @@
-// A blocking TCPStore client (rdzv::StoreClient), speaking the modern (PyTorch >= 2.2) numbering:
-// it sends VALIDATE first, so it works against ddp-rendezvous and PyTorch >= 2.2 servers.
+// A blocking TCPStore client (rendezvous::StoreClient), speaking the modern (PyTorch >= 2.2)
+// numbering: it sends VALIDATE first, so it works against ddp-rendezvous and PyTorch >= 2.2
+// servers.
 //
 // Every call takes a timeout (default: the one given to connect()). A WAIT (also the implicit
 // wait of get() and multi_get()) that times out is cancelled on the server with CANCEL_WAIT,
@@ -23,7 +24,7 @@
 #include "common/status.h"
 #include "rendezvous/protocol.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 
 class StoreClient {
  public:
@@ -95,4 +96,4 @@ class StoreClient {
   std::string broken_reason_;
 };
 
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -30,7 +30,7 @@
 namespace {
 
 namespace asio = boost::asio;
-namespace m = ddp::membership;
+namespace m = ddp::rendezvous::membership;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 

@@ -44,7 +44,7 @@
 namespace {
 
 namespace asio = boost::asio;
-namespace rdzv = ddp::rdzv;
+namespace rendezvous = ddp::rendezvous;
 using asio::awaitable;
 using asio::use_awaitable;
 using asio::ip::tcp;
@@ -58,8 +58,9 @@ struct Options {
   long server_pid = 0;
 };
 
-std::string encode(const rdzv::Request& request) {
-  return *rdzv::encode_request(rdzv::Dialect::kLegacy113, request);  // all exist in 1.13
+std::string encode(const rendezvous::Request& request) {
+  return *rendezvous::encode_request(rendezvous::Dialect::kLegacy113,
+                                     request);  // all exist in 1.13
 }
 
 // The run's state, on the one thread of `io`.
@@ -67,10 +68,10 @@ struct Run {
   Run(asio::io_context& io, const Options& o) {
     for (std::size_t i = 0; i < o.clients; ++i) sockets.emplace_back(io);
     const std::string prefix = "wire/" + std::to_string(::getpid()) + "/";
-    ping = encode({.op = rdzv::Op::kGetNumKeys});
-    add = encode({.op = rdzv::Op::kAdd, .key = prefix + "count", .delta = 1});
-    set = encode({.op = rdzv::Op::kSet, .key = prefix + "done", .value = "1"});
-    wait = encode({.op = rdzv::Op::kWait, .keys = {prefix + "done"}});
+    ping = encode({.op = rendezvous::Op::kGetNumKeys});
+    add = encode({.op = rendezvous::Op::kAdd, .key = prefix + "count", .delta = 1});
+    set = encode({.op = rendezvous::Op::kSet, .key = prefix + "done", .value = "1"});
+    wait = encode({.op = rendezvous::Op::kWait, .keys = {prefix + "done"}});
   }
   std::vector<tcp::endpoint> endpoints;
   std::vector<tcp::socket> sockets;
@@ -110,7 +111,7 @@ awaitable<void> barrier_client(Run& run, std::size_t i) {
   co_await asio::async_write(s, asio::buffer(run.wait), use_awaitable);
   std::uint8_t reply = 0xFF;
   co_await asio::async_read(s, asio::buffer(&reply, 1), use_awaitable);
-  if (reply != rdzv::kStopWaiting)
+  if (reply != rendezvous::kStopWaiting)
     throw std::runtime_error("WAIT answered " + std::to_string(reply));
   if (++run.released == run.sockets.size()) run.last = Clock::now();
 }

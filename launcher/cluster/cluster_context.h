@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 // The process environment as name -> value (empty values count as unset everywhere here).
 using Environment = std::map<std::string, std::string>;
@@ -30,4 +30,4 @@ inline std::string env_value(const Environment& env, const std::string& name) {
   return it == env.end() ? std::string() : it->second;
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 struct Range {
@@ -166,4 +166,4 @@ Result<std::vector<std::string>> expand_host_list(std::string_view list, std::st
   return Expander(list, what).run();
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

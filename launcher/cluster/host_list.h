@@ -23,7 +23,7 @@
 
 #include "common/status.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 inline constexpr std::size_t kMaxHosts = 1 << 20;
 
@@ -31,4 +31,4 @@ inline constexpr std::size_t kMaxHosts = 1 << 20;
 Result<std::vector<std::string>> expand_host_list(std::string_view list,
                                                   std::string_view what = "host list");
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

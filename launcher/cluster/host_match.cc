@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 bool iequal(std::string_view a, std::string_view b) {
@@ -53,4 +53,4 @@ std::vector<std::size_t> positions_of(const std::vector<std::string>& hosts,
   return out;
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 // Case-insensitive; equal names match, and a name without a dot matches a qualified name
 // whose first label it is ("node1" ~ "node1.cluster.example"). Two different qualified names
@@ -20,4 +20,4 @@ bool is_loopback_name(std::string_view host);
 // The positions in `hosts` that `self` names (same_host), in order.
 std::vector<std::size_t> positions_of(const std::vector<std::string>& hosts, std::string_view self);
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -5,7 +5,7 @@
 
 #include "launcher/cluster/host_match.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 constexpr int kMaxSlots = 65536;
@@ -162,4 +162,4 @@ Result<std::vector<HostSlots>> parse_hostfile(std::string_view text, std::string
   return hosts;
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 struct HostSlots {
   std::string host;          // as written, without IPv6 brackets
@@ -32,4 +32,4 @@ Result<std::vector<HostSlots>> parse_hostfile(std::string_view text, std::string
 // Checks one host name (see above); `where` prefixes the message.
 Status check_host_name(std::string_view host, std::string_view where);
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 std::string lower(std::string_view text) {
@@ -62,4 +62,4 @@ std::vector<std::vector<std::string>> pbsdsh_commands(PbsFlavor flavor,
   return commands;
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -34,7 +34,7 @@
 #include "launcher/cluster/cluster_context.h"
 #include "launcher/cluster/pbs_nodefile.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 enum class PbsFlavor { kTorque, kPbsPro };
 
@@ -58,4 +58,4 @@ std::vector<std::vector<std::string>> pbsdsh_commands(PbsFlavor flavor,
                                                       const std::string& pbsdsh,
                                                       const std::vector<std::string>& agent_argv);
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -4,7 +4,7 @@
 
 #include "launcher/cluster/host_match.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -88,4 +88,4 @@ Result<ClusterContext> pbs_context(const Environment& env, std::string_view node
   return context;
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -14,7 +14,7 @@
 #include "common/status.h"
 #include "launcher/cluster/cluster_context.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 struct PbsNode {
   std::string host;
@@ -33,4 +33,4 @@ Result<std::vector<PbsNode>> parse_pbs_nodefile(std::string_view text, std::stri
 Result<ClusterContext> pbs_context(const Environment& env, std::string_view nodefile_text,
                                    std::string_view hostname);
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

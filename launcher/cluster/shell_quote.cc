@@ -1,6 +1,6 @@
 #include "launcher/cluster/shell_quote.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 bool is_plain(char c) {
@@ -36,4 +36,4 @@ std::string shell_join(const std::vector<std::string>& words) {
   return out;
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

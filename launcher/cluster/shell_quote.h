@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 std::string shell_quote(std::string_view word);
 
 // The words quoted and joined by single spaces.
 std::string shell_join(const std::vector<std::string>& words);
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

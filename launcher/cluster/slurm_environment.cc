@@ -7,7 +7,7 @@
 #include "launcher/cluster/host_list.h"
 #include "launcher/cluster/host_match.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 bool parse_uint(std::string_view text, long long max, long long& out) {
@@ -204,4 +204,4 @@ Result<std::string> gpu_ids_for_visible(const std::vector<int>& ids,
   return join(selection, selection.size());
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -22,7 +22,7 @@
 #include "common/status.h"
 #include "launcher/cluster/cluster_context.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 // True when SLURM_JOB_ID (or SLURM_JOBID) is set: ddprun runs inside an allocation.
 bool in_slurm_job(const Environment& env);
@@ -47,4 +47,4 @@ Result<std::string> gpu_ids_for_visible(const std::vector<int>& ids,
                                         const std::optional<std::string>& cuda_visible_devices,
                                         std::string_view source);
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

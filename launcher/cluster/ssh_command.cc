@@ -5,7 +5,7 @@
 #include "launcher/cluster/host_spec.h"
 #include "launcher/cluster/shell_quote.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 namespace {
 
 bool valid_name(std::string_view name) {
@@ -119,4 +119,4 @@ Result<std::vector<std::string>> ssh_argv(const SshSettings& settings, std::stri
   return argv;
 }
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

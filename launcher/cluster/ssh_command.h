@@ -16,7 +16,7 @@
 #include "common/status.h"
 #include "launcher/cluster/cluster_context.h"
 
-namespace ddp::cluster {
+namespace ddp::launcher::cluster {
 
 // What the ssh options (--ssh-command, --ssh-port, --ssh-identity, --ssh-user) say.
 struct SshSettings {
@@ -53,4 +53,4 @@ Result<std::string> remote_command_line(const std::string& cwd,
 Result<std::vector<std::string>> ssh_argv(const SshSettings& settings, std::string_view host,
                                           const std::string& remote_command);
 
-}  // namespace ddp::cluster
+}  // namespace ddp::launcher::cluster

@@ -11,14 +11,14 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent/pipe_drain.h"
+#include "proc/pipe_drain.h"
 
 extern char** environ;
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 namespace asio = boost::asio;
-using agent::StreamId;
+using proc::StreamId;
 
 struct ChildProcesses::Child {
   int id = 0;
@@ -31,12 +31,12 @@ struct ChildProcesses::Child {
   ~Child() {
     if (stdin_fd >= 0) ::close(stdin_fd);
   }
-  asio::posix::stream_descriptor* stream(StreamId s) {
-    return s == StreamId::kStdout ? out.get() : err.get();
+  asio::posix::stream_descriptor* stream(proc::StreamId s) {
+    return s == proc::StreamId::kStdout ? out.get() : err.get();
   }
 };
 
-ChildProcesses::ChildProcesses(asio::io_context& io, agent::ProcessObserver& observer)
+ChildProcesses::ChildProcesses(asio::io_context& io, proc::ProcessObserver& observer)
     : io_(io), observer_(observer), sigchld_(io, SIGCHLD) {
   wait_for_sigchld();
 }
@@ -109,8 +109,8 @@ Result<pid_t> ChildProcesses::spawn(int id, const std::vector<std::string>& argv
   child->out->non_blocking(true);
   child->err->non_blocking(true);
   children_[id] = child;
-  wait_readable(child, StreamId::kStdout);
-  wait_readable(child, StreamId::kStderr);
+  wait_readable(child, proc::StreamId::kStdout);
+  wait_readable(child, proc::StreamId::kStderr);
   return pid;
 }
 
@@ -133,7 +133,7 @@ bool ChildProcesses::exited(int id) const {
   return it == children_.end() || it->second->exited;
 }
 
-void ChildProcesses::wait_readable(const std::shared_ptr<Child>& child, StreamId stream) {
+void ChildProcesses::wait_readable(const std::shared_ptr<Child>& child, proc::StreamId stream) {
   child->stream(stream)->async_wait(asio::posix::stream_descriptor::wait_read,
                                     [this, child, stream](const boost::system::error_code& ec) {
                                       if (ec || child->released) return;
@@ -145,13 +145,13 @@ void ChildProcesses::wait_readable(const std::shared_ptr<Child>& child, StreamId
                                     });
 }
 
-bool ChildProcesses::read_available(const std::shared_ptr<Child>& child, StreamId stream) {
+bool ChildProcesses::read_available(const std::shared_ptr<Child>& child, proc::StreamId stream) {
   auto* d = child->stream(stream);
   if (!d->is_open()) return false;
-  return agent::drain_pipe(d->native_handle(), [&](std::string_view bytes) {
+  return proc::drain_pipe(d->native_handle(), [&](std::string_view bytes) {
            observer_.on_output(child->id, stream, bytes);
            return !child->released;
-         }) == agent::PipeState::kOpen;
+         }) == proc::PipeState::kOpen;
 }
 
 void ChildProcesses::wait_for_sigchld() {
@@ -181,12 +181,12 @@ void ChildProcesses::reap() {
       child->stdin_fd = -1;
     }
     // What it wrote before exiting is in the pipes: deliver it before the exit (bounded).
-    for (StreamId s : {StreamId::kStdout, StreamId::kStderr}) {
+    for (proc::StreamId s : {proc::StreamId::kStdout, proc::StreamId::kStderr}) {
       for (int i = 0; i < 64 && !child->released && read_available(child, s); ++i) {
       }
     }
-    if (!child->released) observer_.on_exit(child->id, agent::ExitStatus::from_wait_status(status));
+    if (!child->released) observer_.on_exit(child->id, proc::ExitStatus::from_wait_status(status));
   }
 }
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

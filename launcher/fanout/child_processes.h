@@ -19,16 +19,16 @@
 #include <string>
 #include <vector>
 
-#include "agent/process_launcher.h"
 #include "common/status.h"
+#include "proc/process_launcher.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 class ChildProcesses {
  public:
   // `observer` gets each child's output (in order per stream), EOF of each stream and its
   // exit (after the output it wrote before exiting); it must outlive this object.
-  ChildProcesses(boost::asio::io_context& io, agent::ProcessObserver& observer);
+  ChildProcesses(boost::asio::io_context& io, proc::ProcessObserver& observer);
   // Closes the pipes; does not signal the children (stop them first).
   ~ChildProcesses();
   ChildProcesses(const ChildProcesses&) = delete;
@@ -45,15 +45,15 @@ class ChildProcesses {
 
  private:
   struct Child;
-  void wait_readable(const std::shared_ptr<Child>& child, agent::StreamId stream);
-  bool read_available(const std::shared_ptr<Child>& child, agent::StreamId stream);
+  void wait_readable(const std::shared_ptr<Child>& child, proc::StreamId stream);
+  bool read_available(const std::shared_ptr<Child>& child, proc::StreamId stream);
   void wait_for_sigchld();
   void reap();
 
   boost::asio::io_context& io_;
-  agent::ProcessObserver& observer_;
+  proc::ProcessObserver& observer_;
   boost::asio::signal_set sigchld_;
   std::map<int, std::shared_ptr<Child>> children_;
 };
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

@@ -7,21 +7,21 @@
 
 #include "launcher/fanout/child_processes.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 namespace {
 
 namespace asio = boost::asio;
 
 // Collects output and exits; stops the io_context when every command is done.
-class Collector final : public agent::ProcessObserver {
+class Collector final : public proc::ProcessObserver {
  public:
   Collector(asio::io_context& io, std::vector<CommandRun>& runs) : io_(io), runs_(runs) {}
   void expect(int count) { pending_ = count; }
-  void on_output(int id, agent::StreamId, std::string_view bytes) override {
+  void on_output(int id, proc::StreamId, std::string_view bytes) override {
     runs_[static_cast<std::size_t>(id)].output.append(bytes);
   }
-  void on_output_end(int, agent::StreamId) override {}
-  void on_exit(int id, agent::ExitStatus status) override {
+  void on_output_end(int, proc::StreamId) override {}
+  void on_exit(int id, proc::ExitStatus status) override {
     runs_[static_cast<std::size_t>(id)].exit = status;
     if (--pending_ <= 0) io_.stop();
   }
@@ -80,4 +80,4 @@ std::vector<CommandRun> run_commands(const std::vector<std::vector<std::string>>
   return runs;
 }
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "agent/exit_status.h"
+#include "proc/exit_status.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 struct CommandRun {
-  std::optional<agent::ExitStatus> exit;  // unset: it could not start or timed out
+  std::optional<proc::ExitStatus> exit;  // unset: it could not start or timed out
   bool timed_out = false;
   std::string output;  // stdout and stderr, interleaved as read
 };
@@ -24,4 +24,4 @@ struct CommandRun {
 std::vector<CommandRun> run_commands(const std::vector<std::vector<std::string>>& commands,
                                      std::chrono::milliseconds deadline);
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

@@ -22,7 +22,7 @@
 #include "launcher/fanout/output_relay.h"
 #include "rendezvous/server.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 namespace {
 
 namespace asio = boost::asio;
@@ -49,17 +49,17 @@ std::string endpoint_of(const std::string& host, std::uint16_t port) {
 }
 
 // The running fan-out: the daemon, the ssh/pbsdsh children, their output, signals, timers.
-class Fanout final : public agent::ProcessObserver {
+class Fanout final : public proc::ProcessObserver {
  public:
   explicit Fanout(const launcher::Invocation& invocation)
       : invocation_(invocation), children_(io_, *this), signals_(io_), grace_(io_), linger_(io_) {}
 
   int run(const FanoutSite& site_template, std::uint16_t port,
           std::optional<cluster::PbsFlavor> flavor) {
-    rdzv::ServerOptions options;
+    rendezvous::ServerOptions options;
     options.host = "";  // every interface: the nodes dial the advertised address
     options.port = port;
-    auto server = rdzv::Server::start(io_, options);
+    auto server = rendezvous::Server::start(io_, options);
     if (!server) return usage_error("cannot host the rendezvous: " + server.status().message());
     server_ = std::move(server).value();
     FanoutSite site = site_template;
@@ -96,14 +96,14 @@ class Fanout final : public agent::ProcessObserver {
     return exit_code_;
   }
 
-  // agent::ProcessObserver
-  void on_output(int id, agent::StreamId stream, std::string_view bytes) override {
+  // proc::ProcessObserver
+  void on_output(int id, proc::StreamId stream, std::string_view bytes) override {
     relay_.write(id, stream, bytes);
   }
-  void on_output_end(int id, agent::StreamId stream) override { relay_.end(id, stream); }
-  void on_exit(int id, agent::ExitStatus status) override {
-    relay_.end(id, agent::StreamId::kStdout);
-    relay_.end(id, agent::StreamId::kStderr);
+  void on_output_end(int id, proc::StreamId stream) override { relay_.end(id, stream); }
+  void on_exit(int id, proc::ExitStatus status) override {
+    relay_.end(id, proc::StreamId::kStdout);
+    relay_.end(id, proc::StreamId::kStderr);
     --live_;
     const std::string& label = launches_[static_cast<std::size_t>(id)].label;
     const auto job = finished_job();
@@ -147,7 +147,7 @@ class Fanout final : public agent::ProcessObserver {
     return live_;
   }
 
-  std::optional<membership::JobFinished> finished_job() const {
+  std::optional<rendezvous::membership::JobFinished> finished_job() const {
     if (!server_) return std::nullopt;
     return server_->job_outcome(invocation_.config.run_id);
   }
@@ -195,7 +195,7 @@ class Fanout final : public agent::ProcessObserver {
   }
 
   // The job's root-cause table, once for every node (its agents leave it to this process).
-  void print_root_cause(const membership::Failure& f, const std::string& reason) const {
+  void print_root_cause(const rendezvous::membership::Failure& f, const std::string& reason) const {
     std::string table =
         agent::format_job_root_cause(agent::program_name(invocation_.config.worker_argv), f);
     if (!reason.empty()) table += "job " + invocation_.config.run_id + ": " + reason + "\n";
@@ -233,7 +233,7 @@ class Fanout final : public agent::ProcessObserver {
   asio::signal_set signals_;
   asio::steady_timer grace_;
   asio::steady_timer linger_;
-  std::unique_ptr<rdzv::Server> server_;
+  std::unique_ptr<rendezvous::Server> server_;
   std::vector<NodeLaunch> launches_;
   int live_ = 0;
   bool stopping_ = false;
@@ -276,4 +276,4 @@ int run(const launcher::Invocation& invocation, const FanoutProcess& process) {
   return fanout.run(site, port, flavor);
 }
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

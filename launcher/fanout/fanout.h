@@ -26,7 +26,7 @@
 #include "launcher/cluster/cluster_context.h"
 #include "launcher/options.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 struct FanoutProcess {
   cluster::Environment env;  // this process's environment
@@ -36,4 +36,4 @@ struct FanoutProcess {
 
 int run(const launcher::Invocation& invocation, const FanoutProcess& process);
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

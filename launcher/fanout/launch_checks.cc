@@ -3,7 +3,7 @@
 #include "launcher/fanout/command_runs.h"
 #include "launcher/fanout/node_launches.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 namespace {
 
 using namespace std::chrono_literals;
@@ -61,4 +61,4 @@ Result<cluster::PbsFlavor> find_pbs_flavor(const cluster::Environment& env) {
   return cluster::detect_pbs_flavor(facts);
 }
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

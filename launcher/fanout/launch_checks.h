@@ -11,10 +11,10 @@
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/options.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 Status probe_ssh_hosts(const launcher::Invocation& invocation);
 
 Result<cluster::PbsFlavor> find_pbs_flavor(const cluster::Environment& env);
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

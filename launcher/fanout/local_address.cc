@@ -10,7 +10,7 @@
 #include <cstring>
 #include <memory>
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 Result<std::string> local_address_towards(const std::string& host) {
   addrinfo hints{};
@@ -45,4 +45,4 @@ Result<std::string> local_address_towards(const std::string& host) {
                   "); give --rdzv-endpoint ADDR:PORT with an address the nodes can reach");
 }
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

@@ -8,8 +8,8 @@
 
 #include "common/status.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 Result<std::string> local_address_towards(const std::string& host);
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

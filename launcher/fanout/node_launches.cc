@@ -3,7 +3,7 @@
 #include "launcher/cluster/shell_quote.h"
 #include "launcher/cluster/ssh_command.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 namespace {
 
 // --rdzv-conf as the user gave it, with is_host=false: the daemon is this ddprun's.
@@ -107,4 +107,4 @@ Result<std::vector<NodeLaunch>> pbs_launches(const launcher::Invocation& invocat
   return launches;
 }
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

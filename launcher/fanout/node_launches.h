@@ -17,7 +17,7 @@
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/options.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 struct NodeLaunch {
   std::string label;              // output prefix and messages: the host, or "pbsdsh"
@@ -53,4 +53,4 @@ Result<std::vector<NodeLaunch>> pbs_launches(const launcher::Invocation& invocat
                                              const FanoutSite& site, cluster::PbsFlavor flavor,
                                              const std::string& pbsdsh);
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

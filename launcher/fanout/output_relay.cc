@@ -4,7 +4,7 @@
 
 #include <cerrno>
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 namespace {
 
 void write_all(int fd, std::string_view bytes) {
@@ -18,22 +18,22 @@ void write_all(int fd, std::string_view bytes) {
 
 }  // namespace
 
-void OutputRelay::write(int id, agent::StreamId stream, std::string_view bytes) {
+void OutputRelay::write(int id, proc::StreamId stream, std::string_view bytes) {
   splitters_[{id, static_cast<int>(stream)}].feed(
       bytes, [&](std::string_view text) { line(id, stream, text); });
 }
 
-void OutputRelay::end(int id, agent::StreamId stream) {
+void OutputRelay::end(int id, proc::StreamId stream) {
   auto it = splitters_.find({id, static_cast<int>(stream)});
   if (it == splitters_.end()) return;
   it->second.finish([&](std::string_view text) { line(id, stream, text); });
 }
 
-void OutputRelay::line(int id, agent::StreamId stream, std::string_view text) {
+void OutputRelay::line(int id, proc::StreamId stream, std::string_view text) {
   scratch_ = labels_[id];
   scratch_.append(text);
   scratch_ += '\n';
-  write_all(fd_[stream == agent::StreamId::kStdout ? 0 : 1], scratch_);
+  write_all(fd_[stream == proc::StreamId::kStdout ? 0 : 1], scratch_);
 }
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

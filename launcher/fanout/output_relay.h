@@ -12,10 +12,10 @@
 #include <string_view>
 #include <utility>
 
-#include "agent/line_splitter.h"
-#include "agent/process_launcher.h"
+#include "proc/line_splitter.h"
+#include "proc/process_launcher.h"
 
-namespace ddp::fanout {
+namespace ddp::launcher::fanout {
 
 class OutputRelay {
  public:
@@ -23,16 +23,16 @@ class OutputRelay {
 
   // The label of child `id`'s lines (its host).
   void set_label(int id, std::string label) { labels_[id] = "[" + label + "] "; }
-  void write(int id, agent::StreamId stream, std::string_view bytes);
-  void end(int id, agent::StreamId stream);
+  void write(int id, proc::StreamId stream, std::string_view bytes);
+  void end(int id, proc::StreamId stream);
 
  private:
-  void line(int id, agent::StreamId stream, std::string_view text);
+  void line(int id, proc::StreamId stream, std::string_view text);
 
   int fd_[2];
   std::map<int, std::string> labels_;
-  std::map<std::pair<int, int>, agent::LineSplitter> splitters_;
+  std::map<std::pair<int, int>, proc::LineSplitter> splitters_;
   std::string scratch_;
 };
 
-}  // namespace ddp::fanout
+}  // namespace ddp::launcher::fanout

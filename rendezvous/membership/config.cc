@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 namespace {
 
 std::string ms(Duration d) { return std::to_string(d.count()) + "ms"; }
@@ -78,4 +78,4 @@ std::string config_mismatch(const Config& mine, const Config& job) {
   return out;
 }
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

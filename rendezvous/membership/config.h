@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
@@ -52,4 +52,4 @@ Status validate(const Config& config);
 // "min_nodes 2 (this node) vs 3 (the job)".
 std::string config_mismatch(const Config& mine, const Config& job);
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

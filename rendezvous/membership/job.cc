@@ -6,7 +6,7 @@
 
 #include "rendezvous/membership/ranks.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 Job::Job(std::string run_id, Config config, bool pinned_ranks, TimePoint now)
     : run_id_(std::move(run_id)),
@@ -261,4 +261,4 @@ void Job::on_deadline(TimePoint now, Events& out) {
   trim_heartbeats();
 }
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -39,7 +39,7 @@
 #include "rendezvous/membership/config.h"
 #include "rendezvous/membership/messages.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 class Job {
  public:
@@ -184,4 +184,4 @@ void Job::for_each_participant(F&& f) {
 // signal death, else 1.
 std::int32_t failure_exit_code(const std::optional<Failure>& root_cause);
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -5,7 +5,7 @@
 #include "common/signal_name.h"
 #include "rendezvous/membership/job.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 const std::string* Job::removal(NodeId id) const {
   auto it = removed_.find(id);
@@ -246,4 +246,4 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
   pending_count_ = participant_count_ = waiting_count_ = succeeded_count_ = stopped_count_ = 0;
 }
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -14,7 +14,7 @@
 #include "common/status.h"
 #include "rendezvous/membership/config.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 using NodeId = std::uint64_t;
 // Wall-clock time of a failure (the error file's timestamp, else when the agent saw it).
@@ -159,4 +159,4 @@ enum class GoneReason : std::uint8_t {
   kStopTimeout,       // did not report stopped workers within close_timeout
 };
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 RankPlan plan_ranks(std::vector<RankCandidate> candidates, std::uint32_t max_nodes) {
   auto key = [](const RankCandidate& c) {
@@ -30,4 +30,4 @@ RankPlan plan_ranks(std::vector<RankCandidate> candidates, std::uint32_t max_nod
   return plan;
 }
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -18,7 +18,7 @@
 
 #include "rendezvous/membership/messages.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 struct RankCandidate {
   NodeId id = 0;
@@ -38,4 +38,4 @@ struct RankPlan {
 // O(n log n) in the number of candidates.
 RankPlan plan_ranks(std::vector<RankCandidate> candidates, std::uint32_t max_nodes);
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

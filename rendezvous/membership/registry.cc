@@ -3,7 +3,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 namespace {
 
 inline constexpr std::size_t kMaxRunIdBytes = 1024;
@@ -207,4 +207,4 @@ Events Registry::on_deadline(TimePoint now) {
   return out;
 }
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -19,7 +19,7 @@
 #include "rendezvous/membership/job.h"
 #include "rendezvous/membership/messages.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 struct RegistryOptions {
   std::chrono::milliseconds finished_retention = std::chrono::minutes(30);
@@ -69,4 +69,4 @@ class Registry {
   std::set<std::pair<TimePoint, std::string>> deadlines_;
 };
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

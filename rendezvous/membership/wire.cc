@@ -6,7 +6,7 @@
 
 #include "rendezvous/membership/wire_codec.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 namespace codec {
 
 void put_failure(std::string& out, const Failure& f) {
@@ -170,4 +170,4 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
   }
 }
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

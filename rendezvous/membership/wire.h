@@ -55,7 +55,7 @@
 
 #include "rendezvous/membership/messages.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 
 inline constexpr std::uint8_t kFirstRequestType = 0x80;
 inline constexpr std::uint8_t kFirstPushType = 0x90;
@@ -96,4 +96,4 @@ std::string encode_push(const Payload& push);
 Decoded<Request> decode_request(std::string_view input, const WireLimits& limits = {});
 Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits = {});
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -10,7 +10,7 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/wire.h"
 
-namespace ddp::membership::codec {
+namespace ddp::rendezvous::membership::codec {
 
 using bytes::put;
 inline void put_str(std::string& out, std::string_view s) {
@@ -74,4 +74,4 @@ class Reader {
   std::string error_;
 };
 
-}  // namespace ddp::membership::codec
+}  // namespace ddp::rendezvous::membership::codec

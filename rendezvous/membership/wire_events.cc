@@ -4,7 +4,7 @@
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/membership/wire_codec.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 namespace {
 
 using codec::put;
@@ -139,4 +139,4 @@ Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
   }
 }
 
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

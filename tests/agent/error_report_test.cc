@@ -12,7 +12,7 @@
 namespace ddp::agent {
 namespace {
 
-FailureRecord record(int local_rank, ExitStatus status, double detected_s,
+FailureRecord record(int local_rank, proc::ExitStatus status, double detected_s,
                      std::optional<ErrorFileInfo> error = std::nullopt) {
   FailureRecord r;
   r.failure.local_rank = local_rank;
@@ -70,9 +70,9 @@ TEST_CASE("read_error_file: missing file is nullopt, garbage is reported", "[err
 TEST_CASE("root cause is the smallest timestamp, error file before detection time",
           "[error_report]") {
   std::vector<FailureRecord> rs;
-  rs.push_back(record(0, ExitStatus::exited(1), 1000.5));
-  rs.push_back(record(1, ExitStatus::exited(3), 1000.9, ErrorFileInfo{"E", "", 999.0}));
-  rs.push_back(record(2, ExitStatus::killed(SIGKILL), 1000.1));
+  rs.push_back(record(0, proc::ExitStatus::exited(1), 1000.5));
+  rs.push_back(record(1, proc::ExitStatus::exited(3), 1000.9, ErrorFileInfo{"E", "", 999.0}));
+  rs.push_back(record(2, proc::ExitStatus::killed(SIGKILL), 1000.1));
   CHECK(root_cause_index(rs) == 1);
   CHECK(failure_exit_code(rs[1]) == 3);
   rs[1].error->timestamp.reset();
@@ -81,8 +81,8 @@ TEST_CASE("root cause is the smallest timestamp, error file before detection tim
 }
 
 TEST_CASE("ties go to the first observed failure", "[error_report]") {
-  std::vector<FailureRecord> rs{record(0, ExitStatus::exited(4), 5.0),
-                                record(1, ExitStatus::exited(5), 5.0)};
+  std::vector<FailureRecord> rs{record(0, proc::ExitStatus::exited(4), 5.0),
+                                record(1, proc::ExitStatus::exited(5), 5.0)};
   CHECK(root_cause_index(rs) == 0);
 }
 
@@ -90,8 +90,8 @@ TEST_CASE("report table shows root cause, others, messages and signals", "[error
   ::setenv("TZ", "UTC", 1);  // the table shows local time
   ::tzset();
   std::vector<FailureRecord> rs;
-  rs.push_back(record(0, ExitStatus::killed(SIGKILL), 2000.0));
-  rs.push_back(record(1, ExitStatus::exited(3), 1000.0,
+  rs.push_back(record(0, proc::ExitStatus::killed(SIGKILL), 2000.0));
+  rs.push_back(record(1, proc::ExitStatus::exited(3), 1000.0,
                       ErrorFileInfo{"RuntimeError: bad", "Traceback:\n  line 1", 1000.0}));
   std::string t = format_failure_report("train.py", "node7", rs, root_cause_index(rs));
   CHECK(t.find("train.py FAILED") != std::string::npos);

@@ -18,8 +18,8 @@ TEST_CASE("failure wire: local failures become the daemon's failures", "[failure
   Outcome outcome;
   outcome.kind = Outcome::Kind::kFailed;
   auto seen = std::chrono::system_clock::time_point(std::chrono::seconds(1800000000));
-  outcome.failures.push_back({2, 1, 111, ExitStatus::exited(3), seen});
-  outcome.failures.push_back({2, 0, 110, ExitStatus::killed(SIGKILL), seen});
+  outcome.failures.push_back({2, 1, 111, proc::ExitStatus::exited(3), seen});
+  outcome.failures.push_back({2, 0, 110, proc::ExitStatus::killed(SIGKILL), seen});
   auto wire = to_wire_failures(outcome, setup, 2);
   REQUIRE(wire.size() == 2);
   CHECK(wire[0].rank == 5);
@@ -37,7 +37,7 @@ TEST_CASE("failure wire: local failures become the daemon's failures", "[failure
 }
 
 TEST_CASE("failure wire: the job's root cause as torchrun's table", "[failure_wire]") {
-  membership::Failure f;
+  rendezvous::membership::Failure f;
   f.node_key = "node-b:42";
   f.rank = 5;
   f.local_rank = 1;

@@ -1,4 +1,4 @@
-// A ProcessLauncher that starts nothing: it records spawns and signals in one ordered
+// A proc::ProcessLauncher that starts nothing: it records spawns and signals in one ordered
 // log so tests can check what the supervisor did and in which order, and lets the test
 // make "processes" exit.
 #pragma once
@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "agent/process_launcher.h"
+#include "proc/process_launcher.h"
 
 namespace ddp::agent::testing {
 
-class FakeLauncher final : public ProcessLauncher {
+class FakeLauncher final : public proc::ProcessLauncher {
  public:
-  Result<pid_t> spawn(int id, const LaunchSpec& spec) override {
+  Result<pid_t> spawn(int id, const proc::LaunchSpec& spec) override {
     if (fail_spawn_of == id) return io_error("cannot run 'nope': No such file or directory");
     pid_t pid = next_pid_++;
     live[id] = pid;
@@ -33,7 +33,7 @@ class FakeLauncher final : public ProcessLauncher {
 
   int fail_spawn_of = -1;
   std::map<int, pid_t> live;
-  std::map<int, LaunchSpec> specs;
+  std::map<int, proc::LaunchSpec> specs;
   std::vector<std::string> log;
 
  private:

@@ -19,17 +19,17 @@ AgentConfig config_with(int nproc) {
 
 TEST_CASE("routing follows -r, -t and --local-ranks-filter", "[output]") {
   AgentConfig c = config_with(3);
-  CHECK(route_for(c, false, 0, StreamId::kStdout) == StreamRoute{true, false});
-  CHECK(route_for(c, true, 0, StreamId::kStderr) == StreamRoute{true, true});
+  CHECK(route_for(c, false, 0, proc::StreamId::kStdout) == StreamRoute{true, false});
+  CHECK(route_for(c, true, 0, proc::StreamId::kStderr) == StreamRoute{true, true});
   c.redirects.all = Streams::kStdout;
   c.tee.per_rank[1] = Streams::kBoth;
-  CHECK(route_for(c, false, 0, StreamId::kStdout) == StreamRoute{false, true});
-  CHECK(route_for(c, false, 0, StreamId::kStderr) == StreamRoute{true, false});
-  CHECK(route_for(c, false, 1, StreamId::kStdout) == StreamRoute{true, true});
-  CHECK(route_for(c, false, 1, StreamId::kStderr) == StreamRoute{true, true});
+  CHECK(route_for(c, false, 0, proc::StreamId::kStdout) == StreamRoute{false, true});
+  CHECK(route_for(c, false, 0, proc::StreamId::kStderr) == StreamRoute{true, false});
+  CHECK(route_for(c, false, 1, proc::StreamId::kStdout) == StreamRoute{true, true});
+  CHECK(route_for(c, false, 1, proc::StreamId::kStderr) == StreamRoute{true, true});
   c.local_ranks_filter = std::set<int>{0};
-  CHECK(route_for(c, false, 1, StreamId::kStdout) == StreamRoute{false, true});
-  CHECK(route_for(c, false, 2, StreamId::kStderr) == StreamRoute{false, false});
+  CHECK(route_for(c, false, 1, proc::StreamId::kStdout) == StreamRoute{false, true});
+  CHECK(route_for(c, false, 2, proc::StreamId::kStderr) == StreamRoute{false, false});
   CHECK(output_prefix("default", 0) == "[default0]:");
   CHECK(output_prefix("trainer", 12) == "[trainer12]:");
 }
@@ -61,10 +61,10 @@ TEST_CASE("router prefixes whole console lines and writes raw files", "[output]"
   {
     OutputRouter router(c, false, out[1], err[1]);
     REQUIRE(router.begin_attempt(dir / "attempt_0"));
-    router.write(0, StreamId::kStdout, "a1\npart");
-    router.write(1, StreamId::kStderr, "e1\n");
-    router.write(0, StreamId::kStdout, "ial\ntail");
-    router.end_stream(0, StreamId::kStdout);
+    router.write(0, proc::StreamId::kStdout, "a1\npart");
+    router.write(1, proc::StreamId::kStderr, "e1\n");
+    router.write(0, proc::StreamId::kStdout, "ial\ntail");
+    router.end_stream(0, proc::StreamId::kStdout);
     router.end_attempt();
   }
   ::close(out[1]);

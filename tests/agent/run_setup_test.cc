@@ -24,7 +24,7 @@ TEST_CASE("run setup: paths, run id and per-attempt launch specs", "[run_setup]"
   CHECK(setup->error_file(1, 0) ==
         std::filesystem::absolute(dir) / "attempt_1" / "0" / "error.json");
   setup->group.master_port = 4242;
-  LaunchSpec spec = setup->launch_spec(2, 1);
+  proc::LaunchSpec spec = setup->launch_spec(2, 1);
   CHECK(spec.argv == c.worker_argv);
   setup->worker_argv.push_back("--local_rank=${local_rank}");
   CHECK(setup->launch_spec(2, 1).argv.back() == "--local_rank=1");

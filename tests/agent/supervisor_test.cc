@@ -18,7 +18,7 @@ struct Harness {
       : supervisor(
             io, launcher, SupervisorOptions{nproc, max_restarts, grace},
             [](int attempt, int r) {
-              return LaunchSpec{{"worker", std::to_string(attempt), std::to_string(r)}, {}};
+              return proc::LaunchSpec{{"worker", std::to_string(attempt), std::to_string(r)}, {}};
             },
             [this](int attempt) {
               attempts.push_back(attempt);
@@ -47,7 +47,7 @@ TEST_CASE("all workers exiting 0 succeeds and releases every worker", "[supervis
   h.supervisor.start();
   CHECK(h.supervisor.phase() == Supervisor::Phase::kRunning);
   CHECK(h.launcher.live.size() == 3);
-  for (int r = 0; r < 3; ++r) h.supervisor.on_exit(r, ExitStatus::exited(0));
+  for (int r = 0; r < 3; ++r) h.supervisor.on_exit(r, proc::ExitStatus::exited(0));
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kSucceeded);
   CHECK(h.launcher.live.empty());
@@ -57,12 +57,12 @@ TEST_CASE("all workers exiting 0 succeeds and releases every worker", "[supervis
 TEST_CASE("a failure stops the others, then restarts with the next attempt", "[supervisor]") {
   Harness h(2, 1);
   h.supervisor.start();
-  h.supervisor.on_exit(1, ExitStatus::exited(3));
+  h.supervisor.on_exit(1, proc::ExitStatus::exited(3));
   CHECK(h.supervisor.phase() == Supervisor::Phase::kStopping);
   CHECK(h.logged("signal 0 15"));        // SIGTERM to the survivor's group
   CHECK_FALSE(h.logged("signal 1 15"));  // not to the one that already exited
   CHECK_FALSE(h.outcome);
-  h.supervisor.on_exit(0, ExitStatus::killed(SIGTERM));
+  h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));
   // Teardown before the new attempt: every group killed and released, then spawn.
   CHECK(h.index_of("release 1") < h.index_of("kill strays"));
   CHECK(h.index_of("kill strays") < h.index_of("attempt 1"));
@@ -70,7 +70,7 @@ TEST_CASE("a failure stops the others, then restarts with the next attempt", "[s
   CHECK(h.attempts == std::vector<int>{0, 1});
   CHECK(h.supervisor.attempt() == 1);
   CHECK(h.launcher.specs.at(0).argv[1] == "1");
-  for (int r = 0; r < 2; ++r) h.supervisor.on_exit(r, ExitStatus::exited(0));
+  for (int r = 0; r < 2; ++r) h.supervisor.on_exit(r, proc::ExitStatus::exited(0));
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kSucceeded);
   CHECK(h.outcome->restarts == 1);
@@ -79,27 +79,27 @@ TEST_CASE("a failure stops the others, then restarts with the next attempt", "[s
 TEST_CASE("a failure with no restarts left fails with the failures recorded", "[supervisor]") {
   Harness h(3, 1);
   h.supervisor.start();
-  h.supervisor.on_exit(0, ExitStatus::exited(1));
-  h.supervisor.on_exit(1, ExitStatus::killed(SIGTERM));
-  h.supervisor.on_exit(2, ExitStatus::killed(SIGTERM));
+  h.supervisor.on_exit(0, proc::ExitStatus::exited(1));
+  h.supervisor.on_exit(1, proc::ExitStatus::killed(SIGTERM));
+  h.supervisor.on_exit(2, proc::ExitStatus::killed(SIGTERM));
   REQUIRE_FALSE(h.outcome);  // restarted
-  h.supervisor.on_exit(2, ExitStatus::killed(SIGSEGV));
-  h.supervisor.on_exit(0, ExitStatus::killed(SIGTERM));
-  h.supervisor.on_exit(1, ExitStatus::exited(7));  // failed on its own while stopping
+  h.supervisor.on_exit(2, proc::ExitStatus::killed(SIGSEGV));
+  h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));
+  h.supervisor.on_exit(1, proc::ExitStatus::exited(7));  // failed on its own while stopping
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kFailed);
   REQUIRE(h.outcome->failures.size() == 2);
   CHECK(h.outcome->failures[0].local_rank == 2);
-  CHECK(h.outcome->failures[0].status == ExitStatus::killed(SIGSEGV));
+  CHECK(h.outcome->failures[0].status == proc::ExitStatus::killed(SIGSEGV));
   CHECK(h.outcome->failures[0].attempt == 1);
-  CHECK(h.outcome->failures[1].status == ExitStatus::exited(7));
+  CHECK(h.outcome->failures[1].status == proc::ExitStatus::exited(7));
   CHECK(h.launcher.live.empty());
 }
 
 TEST_CASE("survivors that ignore the death signal are SIGKILLed after the grace", "[supervisor]") {
   Harness h(2, 0, 20ms);
   h.supervisor.start();
-  h.supervisor.on_exit(0, ExitStatus::exited(1));
+  h.supervisor.on_exit(0, proc::ExitStatus::exited(1));
   CHECK(h.logged("signal 1 15"));
   CHECK_FALSE(h.logged("signal 1 9"));
   // Wait for the grace timer (a deadline, not a sleep): it must send SIGKILL.
@@ -108,7 +108,7 @@ TEST_CASE("survivors that ignore the death signal are SIGKILLed after the grace"
     h.io.run_one_for(100ms);
   }
   CHECK(h.logged("signal 1 9"));
-  h.supervisor.on_exit(1, ExitStatus::killed(SIGKILL));
+  h.supervisor.on_exit(1, proc::ExitStatus::killed(SIGKILL));
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kFailed);
   REQUIRE(h.outcome->failures.size() == 1);  // the SIGKILL we sent is not a failure
@@ -122,8 +122,8 @@ TEST_CASE("a signal is forwarded, ends the run without restart, and maps to 128+
   h.supervisor.interrupt(SIGTERM);
   CHECK(h.logged("signal 0 15"));
   CHECK(h.logged("signal 1 15"));
-  h.supervisor.on_exit(0, ExitStatus::killed(SIGTERM));
-  h.supervisor.on_exit(1, ExitStatus::exited(0));
+  h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));
+  h.supervisor.on_exit(1, proc::ExitStatus::exited(0));
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kInterrupted);
   CHECK(h.outcome->signal == SIGTERM);
@@ -134,12 +134,12 @@ TEST_CASE("a signal during a failure stop cancels the restart and kill_now SIGKI
           "[supervisor]") {
   Harness h(2, 5);
   h.supervisor.start();
-  h.supervisor.on_exit(0, ExitStatus::exited(2));
+  h.supervisor.on_exit(0, proc::ExitStatus::exited(2));
   h.supervisor.interrupt(SIGINT);
   CHECK(h.logged("signal 1 2"));
   h.supervisor.kill_now();
   CHECK(h.logged("signal 1 9"));
-  h.supervisor.on_exit(1, ExitStatus::killed(SIGKILL));
+  h.supervisor.on_exit(1, proc::ExitStatus::killed(SIGKILL));
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kInterrupted);
   CHECK(h.outcome->signal == SIGINT);
@@ -150,7 +150,7 @@ TEST_CASE("a spawn error stops the started workers and ends with the error", "[s
   h.launcher.fail_spawn_of = 1;
   h.supervisor.start();
   CHECK(h.logged("signal 0 15"));
-  h.supervisor.on_exit(0, ExitStatus::killed(SIGTERM));
+  h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kError);
   CHECK(h.outcome->error.message().find("nope") != std::string::npos);
@@ -180,11 +180,11 @@ TEST_CASE("outcomes map to ddprun exit codes", "[supervisor]") {
 }
 
 TEST_CASE("exit status decoding and shell codes", "[supervisor]") {
-  CHECK(ExitStatus::from_wait_status(3 << 8) == ExitStatus::exited(3));
-  CHECK(ExitStatus::from_wait_status(SIGKILL) == ExitStatus::killed(SIGKILL));
-  CHECK(ExitStatus::killed(SIGKILL).shell_code() == 137);
-  CHECK(ExitStatus::exited(3).shell_code() == 3);
-  CHECK(ExitStatus::killed(SIGSEGV).describe() == "signal 11 (SIGSEGV)");
+  CHECK(proc::ExitStatus::from_wait_status(3 << 8) == proc::ExitStatus::exited(3));
+  CHECK(proc::ExitStatus::from_wait_status(SIGKILL) == proc::ExitStatus::killed(SIGKILL));
+  CHECK(proc::ExitStatus::killed(SIGKILL).shell_code() == 137);
+  CHECK(proc::ExitStatus::exited(3).shell_code() == 3);
+  CHECK(proc::ExitStatus::killed(SIGSEGV).describe() == "signal 11 (SIGSEGV)");
   CHECK(signal_name(SIGTERM) == "SIGTERM");
 }
 

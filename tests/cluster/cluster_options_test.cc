@@ -262,7 +262,8 @@ TEST_CASE("ssh options: stored when valid, rejected when wrong or pointless",
   CHECK(inv.launch.ssh.user == "bob");
   CHECK(inv.launch.forward_env == std::vector<std::string>{"A", "B_*"});
   auto defaults = ok({"--hosts", "localhost"});
-  auto expected = ddp::cluster::parse_forward_env(ddp::cluster::kDefaultForwardEnv);
+  auto expected =
+      ddp::launcher::cluster::parse_forward_env(ddp::launcher::cluster::kDefaultForwardEnv);
   REQUIRE(expected);
   CHECK(defaults.launch.forward_env == *expected);
   CHECK(defaults.launch.ssh.command == std::vector<std::string>{"ssh"});

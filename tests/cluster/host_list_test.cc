@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-using ddp::cluster::expand_host_list;
+using ddp::launcher::cluster::expand_host_list;
 using Hosts = std::vector<std::string>;
 
 namespace {

@@ -5,7 +5,7 @@
 
 #include "launcher/cluster/host_match.h"
 
-using namespace ddp::cluster;
+using namespace ddp::launcher::cluster;
 
 namespace {
 

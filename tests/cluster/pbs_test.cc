@@ -4,7 +4,7 @@
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/cluster/pbs_nodefile.h"
 
-using namespace ddp::cluster;
+using namespace ddp::launcher::cluster;
 
 namespace {
 

@@ -85,11 +85,11 @@ TEST_CASE("a remote agent command run through sh starts ddprun with arguments in
 
   std::vector<std::string> agent{DDP_TEST_DDPRUN};
   agent.insert(agent.end(), inv.launch.agent_args.begin(), inv.launch.agent_args.end());
-  auto forwarded = ddp::cluster::forwarded_environment(inv.launch.forward_env, env);
+  auto forwarded = ddp::launcher::cluster::forwarded_environment(inv.launch.forward_env, env);
   REQUIRE(forwarded.size() == 1);
-  auto remote = ddp::cluster::remote_command_line(cwd.string(), forwarded, agent);
+  auto remote = ddp::launcher::cluster::remote_command_line(cwd.string(), forwarded, agent);
   REQUIRE(remote);
-  auto ssh = ddp::cluster::ssh_argv(inv.launch.ssh, "localhost", *remote);
+  auto ssh = ddp::launcher::cluster::ssh_argv(inv.launch.ssh, "localhost", *remote);
   REQUIRE(ssh);
   CHECK(ssh->back() == *remote);
 

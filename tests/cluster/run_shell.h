@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-namespace ddp::cluster::testing {
+namespace ddp::launcher::cluster::testing {
 
 inline std::string run_shell(const std::string& shell, const std::string& command) {
   int fds[2];
@@ -38,4 +38,4 @@ inline std::string run_shell(const std::string& shell, const std::string& comman
   return out;
 }
 
-}  // namespace ddp::cluster::testing
+}  // namespace ddp::launcher::cluster::testing

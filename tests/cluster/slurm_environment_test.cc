@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace ddp::cluster;
+using namespace ddp::launcher::cluster;
 
 namespace {
 

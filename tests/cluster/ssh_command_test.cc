@@ -14,8 +14,8 @@
 #include "tests/cluster/run_shell.h"
 #include "tests/skip.h"
 
-using namespace ddp::cluster;
-using ddp::cluster::testing::run_shell;
+using namespace ddp::launcher::cluster;
+using ddp::launcher::cluster::testing::run_shell;
 namespace fs = std::filesystem;
 
 namespace {

@@ -9,7 +9,7 @@
 using namespace std::chrono_literals;
 
 TEST_CASE("command runs: exit statuses, output of both streams, a missing program", "[fanout]") {
-  auto runs = ddp::fanout::run_commands(
+  auto runs = ddp::launcher::fanout::run_commands(
       {{"true"}, {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, {"/nonexistent/prog"}}, 30s);
   REQUIRE(runs.size() == 3);
   REQUIRE(runs[0].exit);
@@ -24,7 +24,7 @@ TEST_CASE("command runs: exit statuses, output of both streams, a missing progra
 
 TEST_CASE("command runs: a command past the deadline is killed and reported", "[fanout]") {
   auto start = std::chrono::steady_clock::now();
-  auto runs = ddp::fanout::run_commands({{"sleep", "30"}, {"true"}}, 300ms);
+  auto runs = ddp::launcher::fanout::run_commands({{"sleep", "30"}, {"true"}}, 300ms);
   CHECK(std::chrono::steady_clock::now() - start < 10s);
   CHECK(runs[0].timed_out);
   CHECK_FALSE(runs[0].exit);
@@ -33,10 +33,10 @@ TEST_CASE("command runs: a command past the deadline is killed and reported", "[
 }
 
 TEST_CASE("local address towards a host", "[fanout]") {
-  auto loopback = ddp::fanout::local_address_towards("127.0.0.1");
+  auto loopback = ddp::launcher::fanout::local_address_towards("127.0.0.1");
   REQUIRE(loopback);
   CHECK(*loopback == "127.0.0.1");
-  auto unknown = ddp::fanout::local_address_towards("no-such-host.invalid");
+  auto unknown = ddp::launcher::fanout::local_address_towards("no-such-host.invalid");
   REQUIRE_FALSE(unknown);
   CHECK_THAT(unknown.status().message(), Catch::Contains("no-such-host.invalid"));
 }

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-using ddp::agent::StreamId;
+using ddp::proc::StreamId;
 
 namespace {
 
@@ -28,7 +28,7 @@ TEST_CASE("output relay: host prefix on whole lines, streams apart, partial line
   REQUIRE(::pipe2(out, O_NONBLOCK) == 0);
   REQUIRE(::pipe2(err, O_NONBLOCK) == 0);
   {
-    ddp::fanout::OutputRelay relay(out[1], err[1]);
+    ddp::launcher::fanout::OutputRelay relay(out[1], err[1]);
     relay.set_label(0, "n1");
     relay.set_label(1, "n2");
     relay.write(0, StreamId::kStdout, "[default0]:a\n[default1]:b");

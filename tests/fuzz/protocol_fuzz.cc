@@ -13,7 +13,7 @@
 
 namespace {
 
-using namespace ddp::rdzv;
+using namespace ddp::rendezvous;
 
 class NullSubscriber : public Subscriber {
  public:

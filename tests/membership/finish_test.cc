@@ -3,7 +3,7 @@
 
 #include "tests/membership/harness.h"
 
-namespace ddp::membership::test {
+namespace ddp::rendezvous::membership::test {
 namespace {
 
 void start(Harness& h, int n) {
@@ -109,4 +109,4 @@ TEST_CASE("the failed job's exit code follows the root cause", "[finish]") {
 }
 
 }  // namespace
-}  // namespace ddp::membership::test
+}  // namespace ddp::rendezvous::membership::test

@@ -12,7 +12,7 @@
 
 #include "rendezvous/membership/registry.h"
 
-namespace ddp::membership::test {
+namespace ddp::rendezvous::membership::test {
 
 using namespace std::chrono_literals;
 
@@ -101,4 +101,4 @@ inline Failure failure(std::uint32_t rank, std::int32_t exit_code, std::int64_t 
   return f;
 }
 
-}  // namespace ddp::membership::test
+}  // namespace ddp::rendezvous::membership::test

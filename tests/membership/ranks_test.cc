@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 namespace {
 
 TEST_CASE("newcomers are ranked in join order whatever the input order", "[ranks]") {
@@ -52,4 +52,4 @@ TEST_CASE("pinned ranks order the nodes, not joins or survivors", "[ranks]") {
 }
 
 }  // namespace
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

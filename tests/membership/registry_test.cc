@@ -3,7 +3,7 @@
 
 #include "tests/membership/harness.h"
 
-namespace ddp::membership::test {
+namespace ddp::rendezvous::membership::test {
 namespace {
 
 TEST_CASE("many jobs run side by side without touching each other", "[registry]") {
@@ -119,4 +119,4 @@ TEST_CASE("a node removed for silence no longer counts as a connection of its jo
 }
 
 }  // namespace
-}  // namespace ddp::membership::test
+}  // namespace ddp::rendezvous::membership::test

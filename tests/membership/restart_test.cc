@@ -4,7 +4,7 @@
 
 #include "tests/membership/harness.h"
 
-namespace ddp::membership::test {
+namespace ddp::rendezvous::membership::test {
 namespace {
 
 // Nodes 1..n joined; the round is running (n == MAX, or after the last call).
@@ -292,4 +292,4 @@ TEST_CASE("a clock reading earlier than one already seen counts as the one seen"
 }
 
 }  // namespace
-}  // namespace ddp::membership::test
+}  // namespace ddp::rendezvous::membership::test

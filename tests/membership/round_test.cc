@@ -4,7 +4,7 @@
 
 #include "tests/membership/harness.h"
 
-namespace ddp::membership::test {
+namespace ddp::rendezvous::membership::test {
 namespace {
 
 TEST_CASE("a round completes at once when MAX nodes have joined", "[round]") {
@@ -150,4 +150,4 @@ TEST_CASE("requests before JOIN are refused", "[round]") {
 }
 
 }  // namespace
-}  // namespace ddp::membership::test
+}  // namespace ddp::rendezvous::membership::test

@@ -7,7 +7,7 @@
 
 #include "tests/membership/harness.h"
 
-namespace ddp::membership::test {
+namespace ddp::rendezvous::membership::test {
 namespace {
 
 struct Cost {
@@ -50,4 +50,4 @@ TEST_CASE("loop visits per node stay constant from 1000 to 16000 nodes", "[scale
 }
 
 }  // namespace
-}  // namespace ddp::membership::test
+}  // namespace ddp::rendezvous::membership::test

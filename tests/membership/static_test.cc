@@ -5,7 +5,7 @@
 
 #include "tests/membership/harness.h"
 
-namespace ddp::membership::test {
+namespace ddp::rendezvous::membership::test {
 namespace {
 
 struct StaticHarness : Harness {
@@ -172,4 +172,4 @@ TEST_CASE("pinned ranks: a node taking the rank of one that succeeded and left w
 }
 
 }  // namespace
-}  // namespace ddp::membership::test
+}  // namespace ddp::rendezvous::membership::test

@@ -6,7 +6,7 @@
 
 #include "rendezvous/membership/wire.h"
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 namespace {
 
 using namespace std::chrono_literals;
@@ -86,4 +86,4 @@ TEST_CASE("mutated and random input decodes safely and canonically", "[wire]") {
 }
 
 }  // namespace
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-namespace ddp::membership {
+namespace ddp::rendezvous::membership {
 namespace {
 
 using namespace std::chrono_literals;
@@ -178,4 +178,4 @@ TEST_CASE("native requests sit in the range protocol.h reserves", "[wire]") {
 }
 
 }  // namespace
-}  // namespace ddp::membership
+}  // namespace ddp::rendezvous::membership

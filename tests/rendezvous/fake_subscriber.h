@@ -7,7 +7,7 @@
 
 #include "rendezvous/store.h"
 
-namespace ddp::rdzv::test {
+namespace ddp::rendezvous::test {
 
 struct Change {
   WatchEvent event;
@@ -28,4 +28,4 @@ class FakeSubscriber : public Subscriber {
   std::vector<Change> changes;
 };
 
-}  // namespace ddp::rdzv::test
+}  // namespace ddp::rendezvous::test

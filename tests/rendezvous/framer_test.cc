@@ -12,7 +12,7 @@
 #include "rendezvous/membership/wire.h"
 #include "tests/rendezvous/wire_bytes.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using test::byte;
@@ -22,8 +22,8 @@ using test::u64;
 
 const std::string kValidate = byte(0) + u32(kValidateMagic);
 
-membership::JoinRequest sample_join() {
-  membership::JoinRequest join;
+rendezvous::membership::JoinRequest sample_join() {
+  rendezvous::membership::JoinRequest join;
   join.run_id = "job";
   join.node = {"host-a:1", "10.0.0.1", 29500, 2};
   return join;
@@ -46,11 +46,12 @@ std::vector<Frame> split(Framer& framer, const std::string& stream) {
 }
 
 TEST_CASE("store queries and native requests interleave on one modern connection", "[framer]") {
-  const std::string stream = kValidate + byte(1) + str("k") + str("v") +  // SET
-                             membership::encode_request(sample_join()) +  // JOIN
-                             byte(3) + str("k") +                         // GET
-                             membership::encode_request(membership::Heartbeat{}) + byte(4) +
-                             str("n") + u64(1);  // ADD
+  const std::string stream =
+      kValidate + byte(1) + str("k") + str("v") +              // SET
+      rendezvous::membership::encode_request(sample_join()) +  // JOIN
+      byte(3) + str("k") +                                     // GET
+      rendezvous::membership::encode_request(rendezvous::membership::Heartbeat{}) + byte(4) +
+      str("n") + u64(1);  // ADD
   Framer framer{Limits{}};
   CHECK_FALSE(framer.native_mode());
   auto frames = split(framer, stream);
@@ -59,12 +60,12 @@ TEST_CASE("store queries and native requests interleave on one modern connection
   CHECK(frames[0].store.op == Op::kValidate);
   CHECK(frames[1].store.op == Op::kSet);
   REQUIRE(frames[2].kind == FrameKind::kNative);
-  CHECK(std::get<membership::JoinRequest>(frames[2].native) == sample_join());
+  CHECK(std::get<rendezvous::membership::JoinRequest>(frames[2].native) == sample_join());
   CHECK(frames[3].kind == FrameKind::kStore);
   CHECK(frames[3].store.op == Op::kGet);
   CHECK(frames[3].store.key == "k");
   CHECK(frames[4].kind == FrameKind::kNative);
-  CHECK(std::holds_alternative<membership::Heartbeat>(frames[4].native));
+  CHECK(std::holds_alternative<rendezvous::membership::Heartbeat>(frames[4].native));
   CHECK(frames[5].store.op == Op::kAdd);
   CHECK(frames[5].store.delta == 1);
   CHECK(framer.native_mode());
@@ -74,7 +75,8 @@ TEST_CASE("store queries and native requests interleave on one modern connection
 TEST_CASE("a connection that starts native speaks the modern numbering without VALIDATE",
           "[framer]") {
   Framer framer{Limits{}};
-  auto frames = split(framer, membership::encode_request(sample_join()) + byte(3) + str("key"));
+  auto frames =
+      split(framer, rendezvous::membership::encode_request(sample_join()) + byte(3) + str("key"));
   REQUIRE(frames.size() == 2);
   CHECK(frames[0].kind == FrameKind::kNative);
   REQUIRE(frames[1].kind == FrameKind::kStore);
@@ -84,19 +86,21 @@ TEST_CASE("a connection that starts native speaks the modern numbering without V
 
 TEST_CASE("a 1.13 connection may also send native requests", "[framer]") {
   Framer framer{Limits{}};
-  auto frames =
-      split(framer, byte(0) + str("k") + str("v") +
-                        membership::encode_request(membership::Leave{"bye"}) + byte(2) + str("k"));
+  auto frames = split(
+      framer, byte(0) + str("k") + str("v") +
+                  rendezvous::membership::encode_request(rendezvous::membership::Leave{"bye"}) +
+                  byte(2) + str("k"));
   REQUIRE(frames.size() == 3);
   CHECK(frames[0].store.op == Op::kSet);
-  CHECK(std::get<membership::Leave>(frames[1].native).reason == "bye");
+  CHECK(std::get<rendezvous::membership::Leave>(frames[1].native).reason == "bye");
   CHECK(frames[2].store.op == Op::kGet);  // 2 is GET in 1.13
   CHECK(framer.dialect() == Dialect::kLegacy113);
 }
 
 TEST_CASE("a mixed stream cut anywhere is incomplete and asks for more", "[framer]") {
-  const std::string stream = kValidate + membership::encode_request(sample_join()) + byte(3) +
-                             str("key") + membership::encode_request(membership::WorkersStopped{7});
+  const std::string stream =
+      kValidate + rendezvous::membership::encode_request(sample_join()) + byte(3) + str("key") +
+      rendezvous::membership::encode_request(rendezvous::membership::WorkersStopped{7});
   for (std::size_t cut = 0; cut < stream.size(); ++cut) {
     Framer framer{Limits{}};
     auto frames = split(framer, stream.substr(0, cut));
@@ -135,13 +139,13 @@ TEST_CASE("bad input of either kind is an error naming it", "[framer]") {
 }
 
 TEST_CASE("mutated mixed streams frame safely: progress or a clean stop", "[framer]") {
-  membership::Failure failure;
+  rendezvous::membership::Failure failure;
   failure.node_key = "n";
   failure.message = "m";
-  const std::string seed = kValidate + membership::encode_request(sample_join()) + byte(3) +
-                           str("key") +
-                           membership::encode_request(membership::ReportFailure{2, {failure}}) +
-                           byte(1) + str("k") + str("v");
+  const std::string seed =
+      kValidate + rendezvous::membership::encode_request(sample_join()) + byte(3) + str("key") +
+      rendezvous::membership::encode_request(rendezvous::membership::ReportFailure{2, {failure}}) +
+      byte(1) + str("k") + str("v");
   std::mt19937 rng(20261121);  // fixed: a failure reproduces
   for (int run = 0; run < 20000; ++run) {
     std::string stream = seed;
@@ -189,4 +193,4 @@ TEST_CASE("framed store replies carry type 0x95 and a length", "[framer]") {
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

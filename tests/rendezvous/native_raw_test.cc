@@ -14,7 +14,7 @@
 #include "rendezvous/server.h"
 #include "tests/rendezvous/wire_bytes.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
@@ -114,4 +114,4 @@ TEST_CASE("WATCH_KEY and native requests never share a connection", "[native]") 
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

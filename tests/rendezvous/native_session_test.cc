@@ -13,7 +13,7 @@
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
@@ -167,4 +167,4 @@ TEST_CASE("connecting to a closed port fails with a message naming the endpoint"
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

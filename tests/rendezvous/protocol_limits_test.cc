@@ -20,7 +20,7 @@ void* operator new(std::size_t n) {
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using test::byte;
@@ -99,4 +99,4 @@ TEST_CASE("an incomplete large value reports how many bytes it needs", "[protoco
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

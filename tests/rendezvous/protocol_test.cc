@@ -8,7 +8,7 @@
 
 #include "tests/rendezvous/wire_bytes.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using test::byte;
@@ -172,4 +172,4 @@ TEST_CASE("reply helpers write little-endian fields", "[protocol]") {
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -14,7 +14,7 @@
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
@@ -149,4 +149,4 @@ TEST_CASE("PINGs keep an idle joined connection alive", "[native][liveness]") {
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -5,7 +5,7 @@
 
 #include "tests/rendezvous/fake_subscriber.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using test::FakeSubscriber;
@@ -141,4 +141,4 @@ TEST_CASE("a dropped watcher gets no more pushes", "[store][watch]") {
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -5,7 +5,7 @@
 #include "rendezvous/store.h"
 #include "tests/rendezvous/fake_subscriber.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using test::FakeSubscriber;
@@ -110,4 +110,4 @@ TEST_CASE("QUEUE_PUSH wakes one waiter per push", "[store][wait][queue]") {
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace ddp::rdzv::test {
+namespace ddp::rendezvous::test {
 
 inline std::string le(std::uint64_t v, int width) {
   std::string out;
@@ -18,4 +18,4 @@ inline std::string byte(std::uint8_t v) { return std::string(1, static_cast<char
 // u64 length + bytes
 inline std::string str(std::string_view s) { return u64(s.size()) + std::string(s); }
 
-}  // namespace ddp::rdzv::test
+}  // namespace ddp::rendezvous::test

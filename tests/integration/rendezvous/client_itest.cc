@@ -8,7 +8,7 @@
 
 #include "rendezvous/store_client.h"
 
-namespace ddp::rdzv {
+namespace ddp::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
@@ -129,4 +129,4 @@ TEST_CASE("client: connecting to a closed port fails with kIo", "[client]") {
 }
 
 }  // namespace
-}  // namespace ddp::rdzv
+}  // namespace ddp::rendezvous

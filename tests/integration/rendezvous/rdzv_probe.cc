@@ -27,7 +27,7 @@
 
 namespace {
 
-namespace m = ddp::membership;
+namespace m = ddp::rendezvous::membership;
 using nlohmann::json;
 
 void emit(json j) { std::cout << j.dump() << std::endl; }
@@ -45,7 +45,7 @@ struct Probe {
   boost::asio::io_context io;
   boost::asio::posix::stream_descriptor input{io, ::dup(STDIN_FILENO)};
   boost::asio::streambuf line_buffer;
-  std::shared_ptr<ddp::rdzv::RdzvClient> client;
+  std::shared_ptr<ddp::rendezvous::RdzvClient> client;
   bool auto_stop = false;
   int exit_code = 0;
 
@@ -122,10 +122,10 @@ struct Probe {
       in >> round;
       verb == "stopped" ? client->workers_stopped(round) : client->report_success(round);
     } else if (verb == "store-set" || verb == "store-get") {
-      ddp::rdzv::Request r;
+      ddp::rendezvous::Request r;
       in >> r.key;
-      r.op = verb == "store-set" ? ddp::rdzv::Op::kSet : ddp::rdzv::Op::kGet;
-      if (r.op == ddp::rdzv::Op::kSet) in >> r.value;
+      r.op = verb == "store-set" ? ddp::rendezvous::Op::kSet : ddp::rendezvous::Op::kGet;
+      if (r.op == ddp::rendezvous::Op::kSet) in >> r.value;
       client->store(r, [op = verb](ddp::Result<std::string> reply) {
         // GET replies u64 length + bytes; print the bytes.
         const std::string raw = reply ? reply.value() : "";
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
 
   Probe probe;
   probe.auto_stop = auto_stop;
-  probe.client = ddp::rdzv::RdzvClient::create(
+  probe.client = ddp::rendezvous::RdzvClient::create(
       probe.io, {[&](const m::Payload& p) { probe.on_event(p); },
                  [&](const ddp::Status& s) {
                    emit({{"event", "disconnected"}, {"message", s.message()}});

@@ -23,7 +23,7 @@
 
 #include "common/status.h"
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 class DeathWatch {
  public:
@@ -46,4 +46,4 @@ class DeathWatch {
   int write_fd_;
 };
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 class LineSplitter {
  public:
@@ -28,4 +28,4 @@ class LineSplitter {
   bool cut_ = false;  // the last piece was cut at max_line; a '\n' next just ends it
 };
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

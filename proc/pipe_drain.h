@@ -6,7 +6,7 @@
 #include <functional>
 #include <string_view>
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 enum class PipeState {
   kOpen,    // drained to EAGAIN, or stopped at the bound: wait for readability again
@@ -17,4 +17,4 @@ enum class PipeState {
 // process was released), which returns kClosed.
 PipeState drain_pipe(int fd, const std::function<bool(std::string_view)>& sink, int rounds = 16);
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

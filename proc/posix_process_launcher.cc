@@ -1,4 +1,4 @@
-#include "agent/posix_process_launcher.h"
+#include "proc/posix_process_launcher.h"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -17,9 +17,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/pipe_drain.h"
+#include "proc/pipe_drain.h"
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 namespace asio = boost::asio;
 
@@ -251,4 +251,4 @@ void PosixProcessLauncher::kill_strays() {
   }
 }
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

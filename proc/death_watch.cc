@@ -1,4 +1,4 @@
-#include "agent/death_watch.h"
+#include "proc/death_watch.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::agent {
+namespace ddp::proc {
 namespace {
 
 bool read_exact(int fd, void* data, std::size_t size) {
@@ -155,4 +155,4 @@ void DeathWatch::write_all(const std::string& bytes) {
   }
 }
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

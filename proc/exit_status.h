@@ -6,7 +6,7 @@
 
 #include "common/signal_name.h"
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 struct ExitStatus {
   int code = 0;    // exit code when signal == 0
@@ -26,4 +26,4 @@ struct ExitStatus {
   bool operator==(const ExitStatus&) const = default;
 };
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

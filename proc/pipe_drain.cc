@@ -1,11 +1,11 @@
-#include "agent/pipe_drain.h"
+#include "proc/pipe_drain.h"
 
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 PipeState drain_pipe(int fd, const std::function<bool(std::string_view)>& sink, int rounds) {
   std::array<char, 65536> buffer;
@@ -24,4 +24,4 @@ PipeState drain_pipe(int fd, const std::function<bool(std::string_view)>& sink, 
   return PipeState::kOpen;
 }
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

@@ -1,10 +1,10 @@
-#include "agent/exit_status.h"
+#include "proc/exit_status.h"
 
 #include <sys/wait.h>
 
 #include <csignal>
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 ExitStatus ExitStatus::from_wait_status(int status) {
   if (WIFSIGNALED(status)) return killed(WTERMSIG(status));
@@ -17,4 +17,4 @@ std::string ExitStatus::describe() const {
   return "exit code " + std::to_string(code);
 }
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

@@ -1,8 +1,8 @@
-#include "agent/line_splitter.h"
+#include "proc/line_splitter.h"
 
 #include <algorithm>
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 void LineSplitter::feed(std::string_view bytes, const Emit& emit) {
   if (cut_ && !bytes.empty() && bytes.front() == '\n') bytes.remove_prefix(1);  // ended a piece
@@ -43,4 +43,4 @@ void LineSplitter::finish(const Emit& emit) {
   partial_.clear();
 }
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

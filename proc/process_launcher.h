@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/exit_status.h"
 #include "common/status.h"
+#include "proc/exit_status.h"
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 enum class StreamId { kStdout = 1, kStderr = 2 };
 
@@ -59,4 +59,4 @@ class ProcessLauncher {
   virtual void kill_strays() = 0;
 };
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc

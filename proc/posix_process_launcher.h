@@ -16,10 +16,10 @@
 #include <map>
 #include <memory>
 
-#include "agent/death_watch.h"
-#include "agent/process_launcher.h"
+#include "proc/death_watch.h"
+#include "proc/process_launcher.h"
 
-namespace ddp::agent {
+namespace ddp::proc {
 
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
@@ -54,4 +54,4 @@ class PosixProcessLauncher final : public ProcessLauncher {
   std::map<int, std::shared_ptr<Child>> children_;  // by caller id
 };
 
-}  // namespace ddp::agent
+}  // namespace ddp::proc
