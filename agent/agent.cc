@@ -1,87 +1,38 @@
-// run(): wires the pieces of one node's run together: death watch, worker store, log
-// directory, output routing, the posix launcher, the supervisor, and the signal handling
-// (the one place in ddprun that handles signals), then turns the outcome into an exit code.
+// run(): builds one node's mechanisms for its kind of job (a LocalBackend for one node, a
+// NativeBackend for c10d and static; the workers; the clock; the report), hands them to the
+// policy (AgentMachine), routes the signals to it, and runs the io_context until it is done.
 #include "agent/agent.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 
-#include "agent/error_report.h"
-#include "agent/multinode.h"
-#include "agent/output.h"
+#include "agent/agent_machine.h"
+#include "agent/clock.h"
+#include "agent/job_report.h"
+#include "agent/local_backend.h"
+#include "agent/native_backend.h"
+#include "agent/rdzv_settings.h"
 #include "agent/run_setup.h"
-#include "agent/supervisor.h"
+#include "agent/stdin_watch.h"
+#include "agent/supervised_workers.h"
 #include "agent/worker_env.h"
 #include "proc/death_watch.h"
-#include "proc/posix_process_launcher.h"
-#include "rendezvous/server.h"
+#include "proc/signal_router.h"
 
 namespace ddp::agent {
 namespace {
 
 namespace asio = boost::asio;
 
-// Output goes to the router, exits to the supervisor.
-class Observer final : public proc::ProcessObserver {
- public:
-  explicit Observer(OutputRouter& router) : router_(router) {}
-  void set_supervisor(Supervisor* s) { supervisor_ = s; }
-  void on_output(int id, proc::StreamId stream, std::string_view bytes) override {
-    router_.write(id, stream, bytes);
-  }
-  void on_output_end(int id, proc::StreamId stream) override { router_.end_stream(id, stream); }
-  void on_exit(int id, proc::ExitStatus status) override {
-    if (supervisor_ != nullptr) supervisor_->on_exit(id, status);
-  }
-
- private:
-  OutputRouter& router_;
-  Supervisor* supervisor_ = nullptr;
-};
-
-// Forwards the configured signals to the supervisor; a second SIGINT kills at once.
-class SignalForwarder {
- public:
-  SignalForwarder(asio::io_context& io, const std::vector<int>& signals, Supervisor& supervisor)
-      : set_(io), supervisor_(supervisor) {
-    for (int sig : signals) {
-      boost::system::error_code ec;
-      set_.add(sig, ec);
-      if (ec) spdlog::warn("cannot handle signal {}: {}", sig, ec.message());
-    }
-    wait();
-  }
-  void cancel() {
-    boost::system::error_code ignored;
-    set_.cancel(ignored);
-  }
-
- private:
-  void wait() {
-    set_.async_wait([this](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      if (sig == SIGINT && interrupted_) {
-        spdlog::warn("second SIGINT: killing the workers now");
-        supervisor_.kill_now();
-      } else {
-        spdlog::warn("received {}: forwarding it to the workers and stopping", signal_name(sig));
-        interrupted_ = interrupted_ || sig == SIGINT;
-        supervisor_.interrupt(sig);
-      }
-      wait();
-    });
-  }
-  asio::signal_set set_;
-  Supervisor& supervisor_;
-  bool interrupted_ = false;
-};
+// Set in every worker's environment of a multi-node job: which agent started it (for the
+// death watch).
+constexpr const char* kAgentVariable = "DDPRUN_AGENT_ID";
 
 // The default temporary log directory is removed when the run left no file in it (no
 // redirected output, no error file), so plain runs do not litter $TMPDIR.
@@ -94,23 +45,79 @@ void remove_if_empty(const std::filesystem::path& dir) {
   if (!ec) std::filesystem::remove_all(dir, ec);
 }
 
-int report_failure(const AgentConfig& config, const RunSetup& setup, const Outcome& outcome) {
-  std::vector<FailureRecord> records;
-  for (const auto& f : outcome.failures) {
-    FailureRecord r;
-    r.failure = f;
-    r.global_rank = setup.group.global_rank_base + f.local_rank;
-    r.error_file = setup.error_file(f.attempt, f.local_rank).string();
-    r.error = read_error_file(r.error_file);
-    records.push_back(std::move(r));
+// One node of a single-node job: the workers' store on loopback unless told another address.
+Result<std::unique_ptr<RendezvousBackend>> local_backend(asio::io_context& io,
+                                                         const AgentConfig& config, RunSetup& setup,
+                                                         proc::DeathWatch& death_watch) {
+  const std::string host = setup.group.master_addr == "127.0.0.1" ? "127.0.0.1" : "";
+  auto backend = LocalBackend::start(io, host, config.master_port_given ? config.master_port : 0,
+                                     config.nproc_per_node, config.max_restarts);
+  if (!backend) {
+    std::string message = "cannot start the worker store: " + backend.status().message();
+    if (config.master_port_given) {
+      message += "; --master-port " + std::to_string(config.master_port) +
+                 " is taken: pick a free port, or drop --master-port and ddprun picks one";
+    }
+    return io_error(message);
   }
-  if (records.empty()) return 1;
-  std::size_t root = root_cause_index(records);
-  std::string table =
-      format_failure_report(program_name(config.worker_argv), setup.hostname, records, root);
-  std::fwrite(table.data(), 1, table.size(), stderr);
-  std::fflush(stderr);
-  return failure_exit_code(records[root]);
+  setup.group.master_port = (*backend)->store_port();
+  death_watch.add_environment_mark("TORCHELASTIC_RUN_ID=" + setup.group.run_id);
+  death_watch.add_environment_mark("MASTER_PORT=" + std::to_string(setup.group.master_port));
+  if (sets_omp_num_threads(setup.base_env, config.nproc_per_node)) {
+    spdlog::warn(
+        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to "
+        "avoid your system being overloaded, please further tune the variable for optimal "
+        "performance in your application as needed.");
+  }
+  spdlog::info("run id {}, {} worker(s), worker store {}:{}, logs in {}", setup.group.run_id,
+               config.nproc_per_node, setup.group.master_addr, setup.group.master_port,
+               setup.log_dir.string());
+  return std::unique_ptr<RendezvousBackend>(std::move(backend).value());
+}
+
+// One node of a multi-node job (c10d or static).
+Result<std::unique_ptr<RendezvousBackend>> native_backend(asio::io_context& io,
+                                                          const AgentConfig& config,
+                                                          RunSetup& setup, RdzvSettings rdzv,
+                                                          proc::DeathWatch& death_watch) {
+  auto backend = std::make_unique<NativeBackend>(io, config, setup, std::move(rdzv));
+  // The death watch's environment match must reach this agent's workers only: other jobs
+  // may share the run id (static jobs default to "none") and other agents of this job on
+  // the same machine share it too. So the agent's own mark goes in with the run id, before
+  // anything can fail (the watcher kills by the marks when this agent exits).
+  const std::string mark = backend->advertised_addr() + ":" + std::to_string(::getpid());
+  setup.base_env[kAgentVariable] = mark;
+  death_watch.add_environment_mark(std::string(kAgentVariable) + "=" + mark);
+  death_watch.add_environment_mark("TORCHELASTIC_RUN_ID=" + setup.group.run_id);
+  if (Status s = backend->start(); !s) return s;
+  return std::unique_ptr<RendezvousBackend>(std::move(backend));
+}
+
+// Runs the policy over the mechanisms until the job is over for this node.
+int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
+          proc::DeathWatch& death_watch, RendezvousBackend& backend, JobReport& report) {
+  SupervisedWorkers workers(io, config, setup, &death_watch);
+  AsioClock clock(io);
+  proc::SignalRouter signals(io);
+  StdinWatch stdin_watch(io);
+  int exit_code = 1;
+  AgentMachine machine(backend, workers, clock, report, {.run_id = setup.group.run_id},
+                       [&](int code) {
+                         exit_code = code;
+                         signals.cancel();
+                         stdin_watch.cancel();
+                         io.stop();
+                       });
+  signals.route(config.signals_to_handle, [&](int sig) { machine.on_signal(sig); });
+  if (config.exit_on_stdin_eof) {
+    stdin_watch.start([&](const std::string& why) {
+      spdlog::warn("{}: the launching ddprun or its ssh session is gone", why);
+      machine.on_signal(SIGTERM);
+    });
+  }
+  machine.start();
+  io.run();
+  return exit_code;
 }
 
 }  // namespace
@@ -127,85 +134,29 @@ int run(const AgentConfig& config) {
     spdlog::error("{}", death_watch.status().message());
     return 1;
   }
-  if (is_multinode(config)) {
-    int code = run_multinode(config, *setup, **death_watch);
-    if (!config.log_dir) remove_if_empty(setup->log_dir);
-    return code;
-  }
   asio::io_context io;
-
-  // The worker store: held from here to the end of the job.
-  // Single node: the workers reach it on loopback unless told another address.
-  rendezvous::ServerOptions store_options;
-  store_options.host = setup->group.master_addr == "127.0.0.1" ? "127.0.0.1" : "";
-  store_options.port = config.master_port_given ? config.master_port : 0;
-  auto store = rendezvous::Server::start(io, store_options);
-  if (!store) {
-    spdlog::error("cannot start the worker store: {}", store.status().message());
-    if (config.master_port_given) {
-      spdlog::error(
-          "--master-port {} is taken: pick a free port, or drop --master-port and "
-          "ddprun picks one",
-          config.master_port);
+  Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
+  std::unique_ptr<JobReport> report;
+  if (is_multinode(config)) {
+    auto rdzv = rdzv_settings(config);
+    if (!rdzv) {  // bad multi-node input: one line, exit 2, as the launcher reports it
+      std::fprintf(stderr, "ddprun: error: %s\n", rdzv.status().message().c_str());
+      return 2;
     }
-    return 1;
+    backend = native_backend(io, config, *setup, std::move(rdzv).value(), **death_watch);
+    report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
+  } else {
+    backend = local_backend(io, config, *setup, **death_watch);
+    report = std::make_unique<LocalJobReport>(config, *setup);
   }
-  setup->group.master_port = (*store)->port();
-  (*death_watch)->add_environment_mark("TORCHELASTIC_RUN_ID=" + setup->group.run_id);
-  (*death_watch)->add_environment_mark("MASTER_PORT=" + std::to_string(setup->group.master_port));
-
-  if (sets_omp_num_threads(setup->base_env, config.nproc_per_node)) {
-    spdlog::warn(
-        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to "
-        "avoid your system being overloaded, please further tune the variable for optimal "
-        "performance in your application as needed.");
-  }
-  spdlog::info("run id {}, {} worker(s), worker store {}:{}, logs in {}", setup->group.run_id,
-               config.nproc_per_node, setup->group.master_addr, setup->group.master_port,
-               setup->log_dir.string());
-
-  OutputRouter router(config, config.log_dir.has_value());
-  Observer observer(router);
-  proc::PosixProcessLauncher launcher(io, observer, death_watch->get());
-
-  std::optional<Outcome> outcome;
-  std::optional<SignalForwarder> signals;
-  SupervisorOptions options{config.nproc_per_node, config.max_restarts, config.shutdown_timeout};
-  Supervisor supervisor(
-      io, launcher, options,
-      [&](int attempt, int local_rank) { return setup->launch_spec(attempt, local_rank); },
-      [&](int attempt) {
-        router.end_attempt();
-        // A reused --log-dir may hold an error file of an earlier run: never report it.
-        for (int r = 0; r < config.nproc_per_node; ++r) {
-          std::error_code ignored;
-          std::filesystem::remove(setup->error_file(attempt, r), ignored);
-        }
-        return router.begin_attempt(setup->attempt_dir(attempt));
-      },
-      [&](const Outcome& o) {
-        outcome = o;
-        router.end_attempt();
-        launcher.kill_strays();
-        if (signals) signals->cancel();
-        (*store)->stop();
-        io.stop();
-      });
-  observer.set_supervisor(&supervisor);
-  signals.emplace(io, config.signals_to_handle, supervisor);
-  supervisor.start();
-  if (!outcome) io.run();
-  if (!outcome) {
-    spdlog::error("internal error: the agent stopped without an outcome");
-    return 1;
-  }
-  int root_cause_code = 1;
-  if (outcome->kind == Outcome::Kind::kError) spdlog::error("{}", outcome->error.message());
-  if (outcome->kind == Outcome::Kind::kFailed) {
-    root_cause_code = report_failure(config, *setup, *outcome);
+  int code = 1;
+  if (backend) {
+    code = drive(io, config, *setup, **death_watch, **backend, *report);
+  } else {
+    spdlog::error("{}", backend.status().message());
   }
   if (!config.log_dir) remove_if_empty(setup->log_dir);
-  return outcome_exit_code(*outcome, root_cause_code);
+  return code;
 }
 
 }  // namespace ddp::agent

@@ -16,9 +16,9 @@ Supervisor::Supervisor(boost::asio::io_context& io, proc::ProcessLauncher& launc
       done_(std::move(done)),
       grace_timer_(io) {}
 
-void Supervisor::start() {
+void Supervisor::start(int attempt) {
   if (phase_ != Phase::kIdle) return;
-  attempt_ = 0;
+  attempt_ = attempt;
   begin_attempt();
 }
 
@@ -35,7 +35,7 @@ void Supervisor::begin_attempt() {
   phase_ = Phase::kRunning;
   if (Status s = before_attempt_(attempt_); !s) {
     error_ = s;
-    finish(Outcome{Outcome::Kind::kError, 0, attempt_, {}, error_});
+    finish(Outcome{Outcome::Kind::kError, 0, {}, error_});
     return;
   }
   for (int r = 0; r < options_.nproc; ++r) {
@@ -65,7 +65,7 @@ void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
     }
     if (live_count() == 0) {
       end_attempt_groups();
-      finish(Outcome{Outcome::Kind::kSucceeded, 0, attempt_, {}, {}});
+      finish(Outcome{Outcome::Kind::kSucceeded, 0, {}, {}});
     }
     return;
   }
@@ -104,7 +104,7 @@ void Supervisor::interrupt(int signal) {
   if (phase_ == Phase::kRunning) {
     stop(signal, StopReason::kSignal);
   } else if (phase_ == Phase::kStopping) {
-    reason_ = StopReason::kSignal;  // no restart after a signal
+    reason_ = StopReason::kSignal;  // ends as interrupted, not failed
     stop_signal_ = signal;
     for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
       if (live_[r]) launcher_.signal_group(r, signal);
@@ -133,20 +133,13 @@ void Supervisor::after_stop() {
   end_attempt_groups();
   switch (reason_) {
     case StopReason::kFailure:
-      if (attempt_ < options_.max_restarts) {
-        ++attempt_;
-        spdlog::info("restarting the worker group (restart {} of {})", attempt_,
-                     options_.max_restarts);
-        begin_attempt();
-      } else {
-        finish(Outcome{Outcome::Kind::kFailed, 0, attempt_, failures_, {}});
-      }
+      finish(Outcome{Outcome::Kind::kFailed, 0, failures_, {}});
       return;
     case StopReason::kSignal:
-      finish(Outcome{Outcome::Kind::kInterrupted, stop_signal_, attempt_, {}, {}});
+      finish(Outcome{Outcome::Kind::kInterrupted, stop_signal_, {}, {}});
       return;
     case StopReason::kError:
-      finish(Outcome{Outcome::Kind::kError, 0, attempt_, {}, error_});
+      finish(Outcome{Outcome::Kind::kError, 0, {}, error_});
       return;
   }
 }

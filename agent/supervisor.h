@@ -1,12 +1,12 @@
-// The agent's state machine (policy only): start an attempt's workers, watch their exits,
-// stop the group on the first failure (death signal to every live worker's process
-// group, shutdown_timeout of grace, then SIGKILL), and restart while restarts remain.
+// One attempt of this node's worker group (a mechanism: whether to restart is the agent
+// policy's call, agent_machine.h): start every local rank's worker, watch their exits, stop
+// the group on the first failure (death signal to every live worker's process group,
+// shutdown_timeout of grace, then SIGKILL), and say once how it ended.
 //
 //   idle -> running -> (all exit 0) -> done: succeeded
 //              |  first non-zero exit / interrupt(sig) / spawn error
 //              v
-//           stopping -> all exited -> restart: running (attempt + 1)
-//                                  -> done: failed | interrupted | error
+//           stopping -> all exited -> done: failed | interrupted | error
 //
 // Every OS effect goes through proc::ProcessLauncher; time is an Asio steady_timer on the
 // given io_context. Worker ids given to the launcher are local ranks.
@@ -39,7 +39,6 @@ struct Outcome {
   enum class Kind { kSucceeded, kFailed, kInterrupted, kError };
   Kind kind = Kind::kSucceeded;
   int signal = 0;                       // kInterrupted: the signal that stopped the agent
-  int restarts = 0;                     // restarts used
   std::vector<WorkerFailure> failures;  // kFailed: the failures of the last attempt
   Status error;                         // kError
 };
@@ -51,7 +50,6 @@ int outcome_exit_code(const Outcome& outcome, int root_cause_exit_code);
 
 struct SupervisorOptions {
   int nproc = 1;
-  int max_restarts = 0;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
 };
 
@@ -70,7 +68,8 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  void start();
+  // Starts the workers of `attempt` (the attempt directory and TORCHELASTIC_RESTART_COUNT).
+  void start(int attempt);
   // From the launcher's observer.
   void on_exit(int local_rank, proc::ExitStatus status);
   // A signal the agent received: forwarded to every live worker group; the run ends

@@ -14,9 +14,9 @@ using testing::FakeLauncher;
 using namespace std::chrono_literals;
 
 struct Harness {
-  explicit Harness(int nproc, int max_restarts, std::chrono::milliseconds grace = 10s)
+  explicit Harness(int nproc, std::chrono::milliseconds grace = 10s)
       : supervisor(
-            io, launcher, SupervisorOptions{nproc, max_restarts, grace},
+            io, launcher, SupervisorOptions{nproc, grace},
             [](int attempt, int r) {
               return proc::LaunchSpec{{"worker", std::to_string(attempt), std::to_string(r)}, {}};
             },
@@ -43,8 +43,8 @@ struct Harness {
 };
 
 TEST_CASE("all workers exiting 0 succeeds and releases every worker", "[supervisor]") {
-  Harness h(3, 0);
-  h.supervisor.start();
+  Harness h(3);
+  h.supervisor.start(0);
   CHECK(h.supervisor.phase() == Supervisor::Phase::kRunning);
   CHECK(h.launcher.live.size() == 3);
   for (int r = 0; r < 3; ++r) h.supervisor.on_exit(r, proc::ExitStatus::exited(0));
@@ -54,51 +54,34 @@ TEST_CASE("all workers exiting 0 succeeds and releases every worker", "[supervis
   CHECK(h.launcher.specs.at(2).argv == std::vector<std::string>{"worker", "0", "2"});
 }
 
-TEST_CASE("a failure stops the others, then restarts with the next attempt", "[supervisor]") {
-  Harness h(2, 1);
-  h.supervisor.start();
+TEST_CASE("a failure stops the others, tears the attempt down, and fails", "[supervisor]") {
+  Harness h(3);
+  h.supervisor.start(1);
+  CHECK(h.launcher.specs.at(0).argv[1] == "1");  // the attempt given
   h.supervisor.on_exit(1, proc::ExitStatus::exited(3));
   CHECK(h.supervisor.phase() == Supervisor::Phase::kStopping);
-  CHECK(h.logged("signal 0 15"));        // SIGTERM to the survivor's group
+  CHECK(h.logged("signal 0 15"));  // SIGTERM to the survivors' groups
+  CHECK(h.logged("signal 2 15"));
   CHECK_FALSE(h.logged("signal 1 15"));  // not to the one that already exited
   CHECK_FALSE(h.outcome);
-  h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));
-  // Teardown before the new attempt: every group killed and released, then spawn.
-  CHECK(h.index_of("release 1") < h.index_of("kill strays"));
-  CHECK(h.index_of("kill strays") < h.index_of("attempt 1"));
-  CHECK(h.index_of("attempt 1") < static_cast<std::ptrdiff_t>(h.launcher.log.size()));
-  CHECK(h.attempts == std::vector<int>{0, 1});
-  CHECK(h.supervisor.attempt() == 1);
-  CHECK(h.launcher.specs.at(0).argv[1] == "1");
-  for (int r = 0; r < 2; ++r) h.supervisor.on_exit(r, proc::ExitStatus::exited(0));
-  REQUIRE(h.outcome);
-  CHECK(h.outcome->kind == Outcome::Kind::kSucceeded);
-  CHECK(h.outcome->restarts == 1);
-}
-
-TEST_CASE("a failure with no restarts left fails with the failures recorded", "[supervisor]") {
-  Harness h(3, 1);
-  h.supervisor.start();
-  h.supervisor.on_exit(0, proc::ExitStatus::exited(1));
-  h.supervisor.on_exit(1, proc::ExitStatus::killed(SIGTERM));
-  h.supervisor.on_exit(2, proc::ExitStatus::killed(SIGTERM));
-  REQUIRE_FALSE(h.outcome);  // restarted
-  h.supervisor.on_exit(2, proc::ExitStatus::killed(SIGSEGV));
-  h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));
-  h.supervisor.on_exit(1, proc::ExitStatus::exited(7));  // failed on its own while stopping
+  h.supervisor.on_exit(2, proc::ExitStatus::killed(SIGSEGV));  // its own failure while stopping
+  h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));  // our death signal
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kFailed);
   REQUIRE(h.outcome->failures.size() == 2);
-  CHECK(h.outcome->failures[0].local_rank == 2);
-  CHECK(h.outcome->failures[0].status == proc::ExitStatus::killed(SIGSEGV));
+  CHECK(h.outcome->failures[0].local_rank == 1);
+  CHECK(h.outcome->failures[0].status == proc::ExitStatus::exited(3));
   CHECK(h.outcome->failures[0].attempt == 1);
-  CHECK(h.outcome->failures[1].status == proc::ExitStatus::exited(7));
+  CHECK(h.outcome->failures[1].status == proc::ExitStatus::killed(SIGSEGV));
+  // Teardown: every group killed and released, then the strays.
+  CHECK(h.index_of("release 2") < h.index_of("kill strays"));
   CHECK(h.launcher.live.empty());
+  CHECK(h.attempts == std::vector<int>{1});  // no restart: that is the agent's decision
 }
 
 TEST_CASE("survivors that ignore the death signal are SIGKILLed after the grace", "[supervisor]") {
-  Harness h(2, 0, 20ms);
-  h.supervisor.start();
+  Harness h(2, 20ms);
+  h.supervisor.start(0);
   h.supervisor.on_exit(0, proc::ExitStatus::exited(1));
   CHECK(h.logged("signal 1 15"));
   CHECK_FALSE(h.logged("signal 1 9"));
@@ -117,8 +100,8 @@ TEST_CASE("survivors that ignore the death signal are SIGKILLed after the grace"
 
 TEST_CASE("a signal is forwarded, ends the run without restart, and maps to 128+sig",
           "[supervisor]") {
-  Harness h(2, 5);
-  h.supervisor.start();
+  Harness h(2);
+  h.supervisor.start(0);
   h.supervisor.interrupt(SIGTERM);
   CHECK(h.logged("signal 0 15"));
   CHECK(h.logged("signal 1 15"));
@@ -130,10 +113,10 @@ TEST_CASE("a signal is forwarded, ends the run without restart, and maps to 128+
   CHECK(h.attempts.size() == 1);
 }
 
-TEST_CASE("a signal during a failure stop cancels the restart and kill_now SIGKILLs",
+TEST_CASE("a signal during a failure stop ends it as interrupted and kill_now SIGKILLs",
           "[supervisor]") {
-  Harness h(2, 5);
-  h.supervisor.start();
+  Harness h(2);
+  h.supervisor.start(0);
   h.supervisor.on_exit(0, proc::ExitStatus::exited(2));
   h.supervisor.interrupt(SIGINT);
   CHECK(h.logged("signal 1 2"));
@@ -146,21 +129,20 @@ TEST_CASE("a signal during a failure stop cancels the restart and kill_now SIGKI
 }
 
 TEST_CASE("a spawn error stops the started workers and ends with the error", "[supervisor]") {
-  Harness h(3, 2);
+  Harness h(3);
   h.launcher.fail_spawn_of = 1;
-  h.supervisor.start();
+  h.supervisor.start(0);
   CHECK(h.logged("signal 0 15"));
   h.supervisor.on_exit(0, proc::ExitStatus::killed(SIGTERM));
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kError);
   CHECK(h.outcome->error.message().find("nope") != std::string::npos);
-  CHECK(h.attempts.size() == 1);  // no restart for an agent error
 }
 
 TEST_CASE("a failing before-attempt hook ends the run before any spawn", "[supervisor]") {
-  Harness h(2, 0);
+  Harness h(2);
   h.before_status = io_error("cannot create log directory /x");
-  h.supervisor.start();
+  h.supervisor.start(0);
   REQUIRE(h.outcome);
   CHECK(h.outcome->kind == Outcome::Kind::kError);
   CHECK(h.launcher.specs.empty());

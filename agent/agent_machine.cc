@@ -1,0 +1,170 @@
+#include "agent/agent_machine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include "common/signal_name.h"
+
+namespace ddp::agent {
+
+AgentMachine::AgentMachine(RendezvousBackend& backend, Workers& workers, Clock& clock,
+                           JobReport& report, Options options,
+                           std::function<void(int exit_code)> on_done)
+    : backend_(backend),
+      workers_(workers),
+      clock_(clock),
+      report_(report),
+      options_(std::move(options)),
+      on_done_(std::move(on_done)) {
+  workers_.set_events(*this);
+}
+
+void AgentMachine::start() {
+  state_ = State::kJoining;
+  backend_.join(*this);
+}
+
+void AgentMachine::on_round(const Round& round) {
+  switch (state_) {
+    case State::kJoining:
+    case State::kReported:
+      round_ = round.round;
+      last_result_.reset();
+      state_ = State::kRunning;
+      workers_.start(round);
+      return;
+    case State::kRunning:
+    case State::kStopping:
+      // A backend assigns a round only after this node answered for the last one.
+      spdlog::warn("round {} arrived while the workers of round {} still run; ignored", round.round,
+                   round_);
+      return;
+    case State::kFinishing:
+    case State::kDone:
+      return;
+  }
+}
+
+void AgentMachine::on_stop_workers(std::uint64_t round, const std::string& detail) {
+  if (state_ == State::kFinishing || state_ == State::kDone) return;
+  spdlog::warn("round {}: stopping the workers: {}", round, detail);
+  if (state_ == State::kRunning && round == round_) return stop_workers(SIGTERM);
+  if (state_ == State::kStopping && round == round_) return;  // answered once they exited
+  // No group of that round runs here (it ended, or this node waits to join): answer now.
+  if (answered_.insert(round).second) backend_.workers_stopped(round);
+}
+
+void AgentMachine::on_workers_done(const WorkersResult& result) {
+  if (state_ != State::kRunning && state_ != State::kStopping) return;  // killed at the end
+  last_result_ = result;
+  if (signal_ != 0) {  // this node leaves; the job goes on without it
+    backend_.leave("agent received " + signal_name(signal_));
+    return finish(128 + signal_);
+  }
+  if (lost_) return finish(1);  // nobody to report to
+  state_ = State::kReported;
+  report(result);
+}
+
+void AgentMachine::report(const WorkersResult& result) {
+  if (!answered_.insert(round_).second) return;
+  switch (result.outcome.kind) {
+    case Outcome::Kind::kSucceeded:
+      backend_.report_success(round_);
+      return;
+    case Outcome::Kind::kInterrupted:
+      backend_.workers_stopped(round_);
+      return;
+    case Outcome::Kind::kError:
+      spdlog::error("{}", result.outcome.error.message());
+      backend_.report_failure(round_, result.failures);
+      return;
+    case Outcome::Kind::kFailed:
+      backend_.report_failure(round_, result.failures);
+      return;
+  }
+}
+
+void AgentMachine::on_job_finished(const rendezvous::membership::JobFinished& finished) {
+  if (state_ == State::kFinishing || state_ == State::kDone) return;
+  workers_.kill_now();
+  exit_code_ = finished.exit_code;
+  report_.job_finished(finished, last_result_ ? &*last_result_ : nullptr);
+  state_ = State::kFinishing;
+  linger_ = clock_.after(options_.finish_linger, [this] {
+    linger_.reset();
+    spdlog::warn(
+        "job {}: a node still holds its rendezvous connection {} s after the end; exiting "
+        "without waiting for it",
+        options_.run_id,
+        std::chrono::duration_cast<std::chrono::seconds>(options_.finish_linger).count());
+    finish(exit_code_);
+  });
+  backend_.wait_finished([this] { finish(exit_code_); });
+}
+
+void AgentMachine::on_lost(const Status& why) {
+  switch (state_) {
+    case State::kDone:
+      return;
+    case State::kFinishing:  // the end is known: the rendezvous going away changes nothing
+      return finish(exit_code_);
+    case State::kRunning:
+      lost_ = true;
+      spdlog::error("{}; stopping the workers", why.message());
+      return stop_workers(SIGTERM);
+    case State::kStopping:  // already stopping; once they exited the node is done
+      lost_ = true;
+      spdlog::error("{}", why.message());
+      return;
+    case State::kJoining:
+    case State::kReported:
+      lost_ = true;
+      spdlog::error("{}", why.message());
+      return finish(1);
+  }
+}
+
+void AgentMachine::on_signal(int signal) {
+  if (state_ == State::kDone) return;
+  if (signal_ != 0 && signal == SIGINT) {
+    spdlog::warn("second SIGINT: killing the workers now");
+    workers_.kill_now();
+    return;
+  }
+  signal_ = signal;
+  switch (state_) {
+    case State::kRunning:
+    case State::kStopping:
+      spdlog::warn("received {}: stopping the workers and leaving the job", signal_name(signal));
+      return stop_workers(signal);
+    case State::kJoining:
+    case State::kReported:
+    case State::kFinishing:
+      spdlog::warn("received {}: leaving the job", signal_name(signal));
+      backend_.leave("agent received " + signal_name(signal));
+      return finish(128 + signal);
+    case State::kDone:
+      return;
+  }
+}
+
+void AgentMachine::stop_workers(int signal) {
+  state_ = State::kStopping;
+  workers_.stop(signal);
+}
+
+void AgentMachine::finish(int exit_code) {
+  if (state_ == State::kDone) return;
+  if (lost_ && signal_ == 0) exit_code = 1;
+  state_ = State::kDone;
+  exit_code_ = exit_code;
+  if (linger_) clock_.cancel(*linger_);
+  linger_.reset();
+  workers_.kill_now();
+  backend_.close();
+  if (on_done_) on_done_(exit_code_);
+}
+
+}  // namespace ddp::agent

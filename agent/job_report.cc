@@ -1,0 +1,52 @@
+#include "agent/job_report.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "agent/error_report.h"
+#include "agent/failure_wire.h"
+
+namespace ddp::agent {
+namespace {
+
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+void LocalJobReport::job_finished(const rendezvous::membership::JobFinished& finished,
+                                  const WorkersResult* last) {
+  if (finished.exit_code == 0 || last == nullptr) return;
+  if (last->outcome.kind != Outcome::Kind::kFailed) return;  // an error was logged already
+  std::vector<FailureRecord> records;
+  for (const auto& f : last->outcome.failures) {
+    FailureRecord r;
+    r.failure = f;
+    r.global_rank = setup_.group.global_rank_base + f.local_rank;
+    r.error_file = setup_.error_file(f.attempt, f.local_rank).string();
+    r.error = read_error_file(r.error_file);
+    records.push_back(std::move(r));
+  }
+  if (records.empty()) return;
+  print(format_failure_report(program_name(config_.worker_argv), setup_.hostname, records,
+                              root_cause_index(records)));
+}
+
+void RootCauseReport::job_finished(const rendezvous::membership::JobFinished& finished,
+                                   const WorkersResult*) {
+  if (finished.root_cause && !config_.job_report_by_launcher) {
+    std::string table =
+        format_job_root_cause(program_name(config_.worker_argv), *finished.root_cause);
+    if (!finished.reason.empty()) table += "job " + run_id_ + ": " + finished.reason + "\n";
+    print(table);
+  }
+  if (finished.exit_code != 0 && !finished.root_cause) {
+    spdlog::error("job failed: {}", finished.reason);
+  }
+  spdlog::info("job {} finished with exit code {}", run_id_, finished.exit_code);
+}
+
+}  // namespace ddp::agent

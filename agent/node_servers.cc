@@ -1,0 +1,97 @@
+#include "agent/node_servers.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+
+#include "agent/host_listen.h"
+#include "agent/static_host.h"
+
+namespace ddp::agent {
+
+NodeServers::NodeServers(boost::asio::io_context& io, const AgentConfig& config,
+                         const RdzvSettings& rdzv, std::string run_id)
+    : io_(io), config_(config), rdzv_(rdzv), run_id_(std::move(run_id)) {}
+
+Status NodeServers::start() {
+  if (Status s = rdzv_.node_rank ? start_static_daemon() : start_daemon(); !s) return s;
+  if (rdzv_.node_rank) {  // static: no worker store of its own; the daemon is the store
+    store_port_ = daemon_ ? daemon_->port() : 0;
+    return Status::ok();
+  }
+  return start_store();
+}
+
+Status NodeServers::start_daemon() {
+  if (rdzv_.is_host == false) return Status::ok();
+  auto server = listen_as_host(io_, rdzv_.host, rdzv_.port);
+  if (!server) {
+    if (rdzv_.is_host == true) {
+      return Status(server.status().code(),
+                    "--rdzv-conf is_host=true but the rendezvous cannot listen on " + rdzv_.host +
+                        ":" + std::to_string(rdzv_.port) + ": " + server.status().message());
+    }
+    spdlog::info("rendezvous endpoint {}:{} is not bindable here: joining it as a client",
+                 rdzv_.host, rdzv_.port);
+    return Status::ok();
+  }
+  daemon_ = std::move(server).value();
+  spdlog::info("hosting the rendezvous for job {} on {}:{}", run_id_, rdzv_.host, daemon_->port());
+  return Status::ok();
+}
+
+Status NodeServers::start_static_daemon() {
+  if (*rdzv_.node_rank != 0) return Status::ok();
+  auto host = start_static_host(io_, rdzv_.host, rdzv_.port);
+  if (!host) return host.status();
+  daemon_ = std::move(host->server);
+  daemon_connect_host_ = host->connect_host;
+  spdlog::info("node rank 0: hosting the rendezvous and the worker store for job {} on {}:{}",
+               run_id_, rdzv_.host, daemon_->port());
+  return Status::ok();
+}
+
+Status NodeServers::start_store() {
+  rendezvous::ServerOptions options;
+  options.port = store_port_ != 0            ? store_port_
+                 : config_.master_port_given ? config_.master_port
+                                             : 0;
+  auto store = rendezvous::Server::start(io_, options);
+  if (!store) {
+    return Status(store.status().code(),
+                  "cannot start the worker store: " + store.status().message());
+  }
+  store_ = std::move(store).value();
+  store_port_ = store_->port();
+  return Status::ok();
+}
+
+std::string NodeServers::daemon_host() const {
+  return daemon_connect_host_.empty() ? rdzv_.host : daemon_connect_host_;
+}
+
+Status NodeServers::begin_store_round() {
+  if (store_ == nullptr) return Status::ok();
+  if (store_used_) {
+    store_->stop();
+    retired_stores_.push_back(std::move(store_));
+    if (Status s = start_store(); !s) return s;
+  }
+  store_used_ = true;
+  return Status::ok();
+}
+
+void NodeServers::when_drained(std::function<void()> done) {
+  if (daemon_ == nullptr) {
+    boost::asio::post(io_, std::move(done));
+    return;
+  }
+  daemon_->when_job_drained(run_id_, std::move(done));
+}
+
+void NodeServers::stop() {
+  if (store_) store_->stop();
+  if (daemon_) daemon_->stop();
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,65 @@
+// What one node of a multi-node job serves (native rendezvous, c10d and static):
+//  - the rendezvous daemon, when this node is the endpoint host: c10d is_host=true demands it,
+//    is_host unset tries to bind the endpoint (torchrun's inference: it fails when another agent
+//    or daemon has it or the address is not this machine's), is_host=false never hosts; with
+//    the static backend node rank 0 hosts it on --master-addr:--master-port, and it is the
+//    workers' store too;
+//  - the workers' store (c10d): every node holds a store port for the whole job, and the
+//    round's group-rank-0 node's store is the one every worker uses. A new round must never see
+//    an earlier round's keys, so that node serves every round after its first from a fresh
+//    store on the same port.
+//
+// Threading: the agent's io_context thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/rdzv_settings.h"
+#include "common/status.h"
+#include "rendezvous/server.h"
+
+namespace ddp::agent {
+
+class NodeServers {
+ public:
+  NodeServers(boost::asio::io_context& io, const AgentConfig& config, const RdzvSettings& rdzv,
+              std::string run_id);
+
+  // Starts the daemon (if this node hosts it) and the workers' store. Errors name the
+  // endpoint or port and the fix (kIo, kAddressInUse, kInvalidArgument).
+  Status start();
+  bool hosts_daemon() const { return daemon_ != nullptr; }
+  // Where this node's own rendezvous client reaches the daemon.
+  std::string daemon_host() const;
+  // The port this node advertises for its workers' store (static: the daemon's, or 0).
+  std::uint16_t store_port() const { return store_port_; }
+  // A round in which this node is group rank 0 begins: its store is fresh for it.
+  Status begin_store_round();
+  // The hosted daemon's job `run_id` has finished and every other connection to it closed;
+  // at once when this node hosts no daemon.
+  void when_drained(std::function<void()> done);
+  void stop();
+
+ private:
+  Status start_daemon();
+  Status start_static_daemon();
+  Status start_store();
+
+  boost::asio::io_context& io_;
+  const AgentConfig& config_;
+  const RdzvSettings& rdzv_;
+  std::string run_id_;
+  std::unique_ptr<rendezvous::Server> daemon_;
+  std::string daemon_connect_host_;  // static node rank 0: where its own client connects
+  std::unique_ptr<rendezvous::Server> store_;
+  std::vector<std::unique_ptr<rendezvous::Server>> retired_stores_;
+  std::uint16_t store_port_ = 0;
+  bool store_used_ = false;
+};
+
+}  // namespace ddp::agent
