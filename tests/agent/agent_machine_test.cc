@@ -1,0 +1,255 @@
+// The agent policy driven by fakes: every test plays a sequence of events (rounds, pushes,
+// worker ends, signals, time) and checks what the machine asked of its mechanisms, in order,
+// and how it ended.
+#include "agent/agent_machine.h"
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <optional>
+
+#include "tests/agent/fake_mechanisms.h"
+
+namespace ddp::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Log;
+using State = AgentMachine::State;
+namespace membership = rendezvous::membership;
+
+struct Harness {
+  Harness()
+      : backend(log),
+        workers(log),
+        report(log),
+        machine(backend, workers, clock, report, {.finish_linger = 5s, .run_id = "job"},
+                [this](int code) {
+                  exit = code;
+                  log.push_back("exit " + std::to_string(code));
+                }) {
+    machine.start();
+  }
+
+  static Round round(std::uint64_t n, int world = 4, int restart = 0) {
+    Round r;
+    r.round = n;
+    r.world_size = world;
+    r.restart_count = restart;
+    return r;
+  }
+  static membership::JobFinished finished(int code) {
+    membership::JobFinished f;
+    f.exit_code = code;
+    if (code != 0) f.root_cause = membership::Failure{};
+    return f;
+  }
+  // The log from entry `from` on.
+  Log since(std::size_t from) const { return Log(log.begin() + static_cast<long>(from), log.end()); }
+
+  Log log;
+  testing::FakeBackend backend;
+  testing::FakeWorkers workers;
+  testing::FakeClock clock;
+  testing::FakeReport report;
+  std::optional<int> exit;
+  AgentMachine machine;
+};
+
+TEST_CASE("a round runs, succeeds, and the job's end waits for the finish barrier", "[machine]") {
+  Harness h;
+  CHECK(h.log == Log{"join"});
+  CHECK(h.machine.state() == State::kJoining);
+  h.machine.on_round(Harness::round(1));
+  CHECK(h.machine.state() == State::kRunning);
+  h.workers.done(Outcome::Kind::kSucceeded);
+  CHECK(h.machine.state() == State::kReported);
+  h.machine.on_job_finished(Harness::finished(0));
+  CHECK(h.machine.state() == State::kFinishing);
+  CHECK_FALSE(h.exit);  // the other nodes have not all heard of the end yet
+  h.backend.drained();
+  REQUIRE(h.exit == 0);
+  CHECK(h.log == Log{"join", "start round 1 world 4 restart 0", "success 1", "kill workers",
+                     "report exit 0 with local result", "wait finished", "kill workers",
+                     "close", "exit 0"});
+  CHECK(h.clock.pending() == 0);  // the linger timer is gone
+}
+
+TEST_CASE("the finish barrier gives up after the linger", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.workers.done(Outcome::Kind::kSucceeded);
+  h.machine.on_job_finished(Harness::finished(0));
+  h.clock.advance(4900ms);
+  CHECK_FALSE(h.exit);
+  h.clock.advance(100ms);
+  CHECK(h.exit == 0);
+  h.backend.drained();  // late: changes nothing
+  CHECK(h.log.back() == "exit 0");
+}
+
+TEST_CASE("a worker failure is reported; with restarts left the next round starts", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.workers.done(Outcome::Kind::kFailed, 0, 2);
+  CHECK(h.log.back() == "failure 1 x2");
+  h.machine.on_round(Harness::round(2, 4, 1));  // the job restarts (its decision)
+  CHECK(h.log.back() == "start round 2 world 4 restart 1");
+  CHECK(h.machine.state() == State::kRunning);
+  h.workers.done(Outcome::Kind::kSucceeded);
+  CHECK(h.log.back() == "success 2");
+}
+
+TEST_CASE("a worker failure without restarts left ends with the job's exit code", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.workers.done(Outcome::Kind::kFailed, 0, 1);
+  h.machine.on_job_finished(Harness::finished(3));
+  h.backend.drained();
+  CHECK(h.exit == 3);
+  CHECK(h.since(2) == Log{"failure 1 x1", "kill workers", "report exit 3 with local result",
+                          "wait finished", "kill workers", "close", "exit 3"});
+}
+
+TEST_CASE("an agent error is reported as this node's failure", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.workers.done(Outcome::Kind::kError, 0, 1);
+  CHECK(h.log.back() == "failure 1 x1");
+}
+
+TEST_CASE("a failure pushed from another node stops the workers and ends like the job",
+          "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.machine.on_stop_workers(1, "worker rank 5 on node b failed");
+  CHECK(h.machine.state() == State::kStopping);
+  CHECK(h.log.back() == "stop workers 15");
+  h.machine.on_stop_workers(1, "again");  // duplicates are harmless
+  CHECK(h.log.back() == "stop workers 15");
+  h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  CHECK(h.log.back() == "stopped 1");
+  h.machine.on_job_finished(Harness::finished(5));
+  h.backend.drained();
+  CHECK(h.exit == 5);
+}
+
+TEST_CASE("a lost node: stop, answer once, run the smaller round (scale-down)", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1, 4));
+  h.machine.on_stop_workers(1, "node c (group rank 1) left");
+  h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  h.machine.on_stop_workers(1, "late duplicate");  // answered already: no second answer
+  h.machine.on_round(Harness::round(2, 2));
+  CHECK(h.since(1) == Log{"start round 1 world 4 restart 0", "stop workers 15", "stopped 1",
+                          "start round 2 world 2 restart 0"});
+  CHECK(h.workers.started.back().world_size == 2);
+}
+
+TEST_CASE("an arriving node: the running round stops and a larger one starts (scale-up)",
+          "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1, 2));
+  h.machine.on_stop_workers(1, "node d joined");
+  h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  h.machine.on_round(Harness::round(2, 4));
+  CHECK(h.workers.started.back().world_size == 4);
+  CHECK(h.machine.state() == State::kRunning);
+}
+
+TEST_CASE("a node waiting to join answers a stop of a round it is not in", "[machine]") {
+  Harness h;
+  h.machine.on_stop_workers(3, "node e joined");
+  CHECK(h.log.back() == "stopped 3");
+  CHECK(h.machine.state() == State::kJoining);
+  h.machine.on_round(Harness::round(4));
+  CHECK(h.log.back() == "start round 4 world 4 restart 0");
+}
+
+TEST_CASE("SIGTERM while waiting for peers leaves the job at once", "[machine]") {
+  Harness h;
+  h.machine.on_signal(SIGTERM);
+  CHECK(h.exit == 128 + SIGTERM);
+  CHECK(h.log == Log{"join", "leave: agent received SIGTERM", "kill workers", "close",
+                     "exit 143"});
+}
+
+TEST_CASE("SIGINT while waiting for the job's answer leaves the job", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.workers.done(Outcome::Kind::kSucceeded);
+  h.machine.on_signal(SIGINT);
+  CHECK(h.exit == 128 + SIGINT);
+}
+
+TEST_CASE("SIGTERM while running stops the workers, then leaves", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.machine.on_signal(SIGTERM);
+  CHECK(h.log.back() == "stop workers 15");
+  CHECK_FALSE(h.exit);
+  h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  CHECK(h.exit == 128 + SIGTERM);
+  CHECK(h.since(2) == Log{"stop workers 15", "leave: agent received SIGTERM", "kill workers",
+                          "close", "exit 143"});
+}
+
+TEST_CASE("SIGINT while running, then a second SIGINT kills the workers at once", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.machine.on_signal(SIGINT);
+  CHECK(h.log.back() == "stop workers 2");
+  h.machine.on_signal(SIGINT);
+  CHECK(h.log.back() == "kill workers");
+  h.workers.done(Outcome::Kind::kInterrupted, SIGINT);
+  CHECK(h.exit == 128 + SIGINT);
+}
+
+TEST_CASE("a join that times out ends the node with 1 and starts nothing", "[machine]") {
+  Harness h;
+  h.machine.on_lost(Status(ErrorCode::kTimeout, "rendezvous error: the join timed out"));
+  CHECK(h.exit == 1);
+  CHECK(h.workers.started.empty());
+  CHECK(h.log == Log{"join", "kill workers", "close", "exit 1"});
+}
+
+TEST_CASE("losing the rendezvous while running stops the workers, then exits 1", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.machine.on_lost(Status(ErrorCode::kPeerGone, "lost the rendezvous daemon: EOF"));
+  CHECK(h.log.back() == "stop workers 15");
+  h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  CHECK(h.exit == 1);
+  CHECK(std::find(h.log.begin(), h.log.end(), "stopped 1") == h.log.end());  // nobody to tell
+}
+
+TEST_CASE("a signal before the rendezvous is lost keeps the signal's exit code", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.machine.on_signal(SIGTERM);
+  h.machine.on_lost(Status(ErrorCode::kPeerGone, "lost the rendezvous daemon: EOF"));
+  h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  CHECK(h.exit == 128 + SIGTERM);
+}
+
+TEST_CASE("the job finishing while workers still run kills them; their end is ignored",
+          "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.machine.on_job_finished(Harness::finished(7));
+  CHECK(h.log.back() == "wait finished");
+  h.workers.done(Outcome::Kind::kInterrupted, SIGKILL);
+  h.machine.on_lost(Status(ErrorCode::kPeerGone, "the daemon closed"));  // expected at the end
+  CHECK(h.exit == 7);
+  CHECK(std::count(h.log.begin(), h.log.end(), "report exit 7") == 1);
+}
+
+TEST_CASE("a round arriving while workers run is ignored", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.machine.on_round(Harness::round(2));
+  CHECK(h.workers.started.size() == 1);
+  CHECK(h.machine.state() == State::kRunning);
+}
+
+}  // namespace
+}  // namespace ddp::agent
