@@ -97,6 +97,10 @@ Result<std::unique_ptr<RendezvousBackend>> native_backend(asio::io_context& io,
 int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
           proc::DeathWatch& death_watch, RendezvousBackend& backend, JobReport& report) {
   SupervisedWorkers workers(io, config, setup, &death_watch);
+  if (Status s = workers.start_watch(); !s) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
   AsioClock clock(io);
   proc::SignalRouter signals(io);
   StdinWatch stdin_watch(io);

@@ -67,6 +67,11 @@ void AgentMachine::on_workers_done(const WorkersResult& result) {
   report(result);
 }
 
+void AgentMachine::on_workers_hung(const HangReport& report) {
+  if (state_ != State::kRunning) return;  // already stopping: the group ends anyway
+  workers_.abort_hung(report);
+}
+
 void AgentMachine::report(const WorkersResult& result) {
   if (!answered_.insert(round_).second) return;
   switch (result.outcome.kind) {

@@ -21,6 +21,8 @@
 //   kRunning / kStopping + signal: the workers get the signal; once they exited the node
 //     leaves the job (which goes on without it): kDone with 128 + signal. A second SIGINT
 //     SIGKILLs the workers at once.
+//   kRunning + workers hung: the workers' stacks are taken and the group ends as failed (its
+//     end is reported like any failure); in other states a hang changes nothing.
 //   kRunning / kStopping + on_lost: workers stopped (SIGTERM, then the shutdown timeout), kDone
 //     with 1 (128 + signal when a signal came first).
 //
@@ -72,6 +74,7 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
   void on_lost(const Status& why) override;
   // WorkerEvents
   void on_workers_done(const WorkersResult& result) override;
+  void on_workers_hung(const HangReport& report) override;
 
   State state() const { return state_; }
   int exit_code() const { return exit_code_; }

@@ -40,6 +40,10 @@ struct AgentConfig {
   std::string role = "default";
   int max_restarts = 0;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
+  // Hang detection (docs/hangs.md): 0 = off; a worker that beat and then stays silent this long
+  // is hung. first_beat: a worker that never beat is judged from its start (unset: never).
+  std::chrono::milliseconds hang_timeout{0};
+  std::optional<std::chrono::milliseconds> hang_first_beat_timeout;
 
   // Logs: <log_dir>/attempt_<n>/<local_rank>/{stdout,stderr}.log and error.json.
   // Empty = a fresh directory under $TMPDIR, like torchrun.

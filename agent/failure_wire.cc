@@ -4,14 +4,28 @@
 
 namespace ddp::agent {
 
+FailureRecord failure_record(const WorkerFailure& failure, const RunSetup& setup, int attempt) {
+  FailureRecord record;
+  record.failure = failure;
+  record.global_rank = setup.group.global_rank_base + failure.local_rank;
+  record.error_file = setup.error_file(attempt, failure.local_rank).string();
+  if (failure.hang) {
+    record.error = ErrorFileInfo{
+        failure.hang->summary, failure.hang->stack_head,
+        std::chrono::duration<double>(failure.hang->since.time_since_epoch()).count()};
+    record.error_file =
+        (setup.attempt_dir(attempt) / std::to_string(failure.local_rank) / "stack.txt").string();
+  } else {
+    record.error = read_error_file(record.error_file);
+  }
+  return record;
+}
+
 std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& outcome,
                                                               const RunSetup& setup, int attempt) {
   std::vector<rendezvous::membership::Failure> out;
   for (const auto& w : outcome.failures) {
-    FailureRecord record;
-    record.failure = w;
-    record.error_file = setup.error_file(attempt, w.local_rank).string();
-    record.error = read_error_file(record.error_file);
+    const FailureRecord record = failure_record(w, setup, attempt);
     rendezvous::membership::Failure f;
     f.local_rank = static_cast<std::uint32_t>(w.local_rank);
     f.rank = static_cast<std::uint32_t>(setup.group.global_rank_base + w.local_rank);

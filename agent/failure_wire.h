@@ -6,11 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "agent/error_report.h"
 #include "agent/run_setup.h"
 #include "agent/supervisor.h"
 #include "rendezvous/membership/messages.h"
 
 namespace ddp::agent {
+
+// The report record of one failed worker of attempt `attempt`: its error file (read), or for a
+// worker killed as hung its HangNote in the error file's place (message, stack, time).
+FailureRecord failure_record(const WorkerFailure& failure, const RunSetup& setup, int attempt);
 
 // One Failure per failed worker of `outcome` (attempt directory `attempt`): global rank from
 // setup.group, exit code (negative signal number when killed, torchrun's convention), time

@@ -22,14 +22,8 @@ void LocalJobReport::job_finished(const rendezvous::membership::JobFinished& fin
   if (finished.exit_code == 0 || last == nullptr) return;
   if (last->outcome.kind != Outcome::Kind::kFailed) return;  // an error was logged already
   std::vector<FailureRecord> records;
-  for (const auto& f : last->outcome.failures) {
-    FailureRecord r;
-    r.failure = f;
-    r.global_rank = setup_.group.global_rank_base + f.local_rank;
-    r.error_file = setup_.error_file(f.attempt, f.local_rank).string();
-    r.error = read_error_file(r.error_file);
-    records.push_back(std::move(r));
-  }
+  for (const auto& f : last->outcome.failures)
+    records.push_back(failure_record(f, setup_, f.attempt));
   if (records.empty()) return;
   print(format_failure_report(program_name(config_.worker_argv), setup_.hostname, records,
                               root_cause_index(records)));

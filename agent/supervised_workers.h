@@ -1,13 +1,15 @@
 // The real Workers (workers.h): one Supervisor per round over the process launcher, the
-// workers' output routed to the console and the log directory (output.h), and their failures
-// turned into the rendezvous's vocabulary (failure_wire.h). Each round's group runs as attempt
-// `restart_count` (attempt_<n>/ log directory, TORCHELASTIC_RESTART_COUNT), with the ranks and
-// the workers' store of the round.
+// workers' output routed to the console and the log directory (output.h), their heartbeats,
+// timers and stacks watched (worker_watch.h), and their failures turned into the rendezvous's
+// vocabulary (failure_wire.h). Each round's group runs as attempt `restart_count`
+// (attempt_<n>/ log directory, TORCHELASTIC_RESTART_COUNT), with the ranks and the workers'
+// store of the round.
 //
 // Threading: the agent's io_context thread. Owns the launcher (the process's one spawner).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "agent/output.h"
 #include "agent/run_setup.h"
 #include "agent/supervisor.h"
+#include "agent/worker_watch.h"
 #include "agent/workers.h"
 #include "proc/death_watch.h"
 #include "proc/posix_process_launcher.h"
@@ -28,25 +31,41 @@ class SupervisedWorkers final : public Workers, private proc::ProcessObserver {
                     proc::DeathWatch* death_watch);
   ~SupervisedWorkers() override;
 
+  // Prepares the watch (runtime directory, timer file, stack hook). Errors: kIo.
+  Status start_watch();
   void set_events(WorkerEvents& events) override { events_ = &events; }
   void start(const Round& round) override;
   void stop(int signal) override;
   void kill_now() override;
+  void abort_hung(const HangReport& report) override;
 
  private:
+  // proc::ProcessObserver: workers (ids = local ranks) and debugger runs (ids >= kToolIds).
   void on_output(int id, proc::StreamId stream, std::string_view bytes) override;
   void on_output_end(int id, proc::StreamId stream) override;
   void on_exit(int id, proc::ExitStatus status) override;
   void on_group_done(const Outcome& outcome);
   bool live() const;
+  std::optional<int> worker_of(pid_t pid) const;
+  void run_gdb(pid_t pid, std::function<void(Result<std::string>)> done);
+  void act_on_hang(const HangReport& report, std::vector<CapturedStack> stacks);
+
+  struct ToolRun {
+    std::string output;
+    std::function<void(Result<std::string>)> done;
+  };
+  static constexpr int kToolIds = 1 << 20;
 
   boost::asio::io_context& io_;
   const AgentConfig& config_;
   RunSetup& setup_;
   OutputRouter router_;
   proc::PosixProcessLauncher launcher_;
+  WorkerWatch watch_;
   WorkerEvents* events_ = nullptr;
   int attempt_ = 0;
+  std::map<int, ToolRun> tools_;  // debugger runs by launcher id
+  int next_tool_ = kToolIds;
   // Groups of past rounds stay alive: their timers may still hold callbacks.
   std::vector<std::unique_ptr<Supervisor>> groups_;
 };

@@ -31,6 +31,7 @@ int Supervisor::live_count() const {
 void Supervisor::begin_attempt() {
   pids_.assign(options_.nproc, 0);
   live_.assign(options_.nproc, false);
+  hang_notes_.assign(options_.nproc, std::nullopt);
   failures_.clear();
   phase_ = Phase::kRunning;
   if (Status s = before_attempt_(attempt_); !s) {
@@ -54,12 +55,11 @@ void Supervisor::begin_attempt() {
 void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
   if (local_rank < 0 || local_rank >= static_cast<int>(live_.size()) || !live_[local_rank]) return;
   live_[local_rank] = false;
-  const auto now = std::chrono::system_clock::now();
   if (phase_ == Phase::kRunning) {
     if (!status.ok()) {
       spdlog::info("worker {} (pid {}) failed: {}", local_rank, pids_[local_rank],
                    status.describe());
-      failures_.push_back({attempt_, local_rank, pids_[local_rank], status, now});
+      failures_.push_back(failure_of(local_rank, status));
       stop(SIGTERM, StopReason::kFailure);
       return;
     }
@@ -70,12 +70,30 @@ void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
     return;
   }
   if (phase_ != Phase::kStopping) return;
-  // A failure of its own during a failure stop (not our death signal): report it too.
-  if (reason_ == StopReason::kFailure && !status.ok() && status.signal != stop_signal_ &&
-      status.signal != SIGKILL) {
-    failures_.push_back({attempt_, local_rank, pids_[local_rank], status, now});
+  // A failure of its own during a failure stop (not our death signal), or another worker the
+  // agent killed as hung: report it too.
+  if (reason_ == StopReason::kFailure && !status.ok() &&
+      ((status.signal != stop_signal_ && status.signal != SIGKILL) || hang_notes_[local_rank])) {
+    failures_.push_back(failure_of(local_rank, status));
   }
   if (live_count() == 0) after_stop();
+}
+
+WorkerFailure Supervisor::failure_of(int local_rank, proc::ExitStatus status) const {
+  WorkerFailure f{attempt_,
+                  local_rank,
+                  pids_[local_rank],
+                  status,
+                  std::chrono::system_clock::now(),
+                  hang_notes_[local_rank]};
+  if (f.hang && f.hang->exit_code) f.status = proc::ExitStatus::exited(*f.hang->exit_code);
+  return f;
+}
+
+void Supervisor::mark_hung(int local_rank, HangNote note) {
+  if (local_rank >= 0 && local_rank < static_cast<int>(hang_notes_.size())) {
+    hang_notes_[local_rank] = std::move(note);
+  }
 }
 
 void Supervisor::stop(int signal, StopReason reason) {

@@ -20,6 +20,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -27,12 +29,22 @@
 
 namespace ddp::agent {
 
+// Why the agent killed a worker it judged hung (docs/hangs.md): what the report says instead
+// of an error file.
+struct HangNote {
+  std::string summary;     // "hung: rank 1 last beat at step 4 (3.0 s ago); ..."
+  std::string stack_head;  // the first lines of its stack
+  std::chrono::system_clock::time_point since;  // when it stalled: its failure time
+  std::optional<int> exit_code;  // reported instead of how it died (124 for a silent worker)
+};
+
 struct WorkerFailure {
   int attempt = 0;
   int local_rank = 0;
   pid_t pid = 0;
   proc::ExitStatus status;
   std::chrono::system_clock::time_point detected;
+  std::optional<HangNote> hang;  // set when the agent killed it as hung
 };
 
 struct Outcome {
@@ -77,11 +89,16 @@ class Supervisor {
   void interrupt(int signal);
   // Second Ctrl-C: SIGKILL every live worker group now.
   void kill_now();
+  // The agent judged `local_rank` hung and is about to kill it: its failure carries `note`.
+  void mark_hung(int local_rank, HangNote note);
 
   Phase phase() const { return phase_; }
   int attempt() const { return attempt_; }
   // Pids of the current attempt, by local rank (0 = not started).
   const std::vector<pid_t>& pids() const { return pids_; }
+  bool live(int local_rank) const {
+    return local_rank >= 0 && local_rank < static_cast<int>(live_.size()) && live_[local_rank];
+  }
 
  private:
   enum class StopReason { kFailure, kSignal, kError };
@@ -91,6 +108,7 @@ class Supervisor {
   void end_attempt_groups();
   void finish(Outcome outcome);
   int live_count() const;
+  WorkerFailure failure_of(int local_rank, proc::ExitStatus status) const;
 
   proc::ProcessLauncher& launcher_;
   SupervisorOptions options_;
@@ -106,6 +124,7 @@ class Supervisor {
   std::vector<pid_t> pids_;
   std::vector<bool> live_;
   std::vector<WorkerFailure> failures_;
+  std::vector<std::optional<HangNote>> hang_notes_;  // by local rank
   Status error_;
 };
 

@@ -11,6 +11,10 @@
 // Threading: the agent's io_context thread only.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
 #include <vector>
 
 #include "agent/rendezvous_backend.h"
@@ -18,6 +22,26 @@
 #include "rendezvous/membership/messages.h"
 
 namespace ddp::agent {
+
+// The exit code a worker judged hung by its silence reports (as timeout(1) does); a worker
+// killed by torchrun's file timer reports the signal it asked for (128 + signal).
+constexpr int kHangExitCode = 124;
+
+// Workers judged hung, by the heartbeat watch or torchrun's file timer (docs/hangs.md).
+struct HangReport {
+  enum class Kind { kSilent, kTimer };
+  Kind kind = Kind::kSilent;
+  // kSilent: the hung workers' local ranks, the one that stalled first first, and what each
+  // did last ("rank 1 last beat at step 4 (3.0 s ago); the other rank here reached step 5").
+  std::vector<int> local_ranks;
+  std::vector<std::string> descriptions;
+  std::vector<std::chrono::system_clock::time_point> stalled;  // when each stalled (or expiry)
+  // kTimer: the process the expired timer names (a worker or one of its descendants), its
+  // scope and the signal it asked for.
+  pid_t pid = 0;
+  std::string scope;
+  int signal = 0;
+};
 
 struct WorkersResult {
   Outcome outcome;
@@ -30,6 +54,8 @@ class WorkerEvents {
  public:
   virtual ~WorkerEvents() = default;
   virtual void on_workers_done(const WorkersResult& result) = 0;
+  // Some workers of the running group are hung; the group keeps running until the policy acts.
+  virtual void on_workers_hung(const HangReport& report) = 0;
 };
 
 class Workers {
@@ -40,6 +66,10 @@ class Workers {
   virtual void start(const Round& round) = 0;
   virtual void stop(int signal) = 0;
   virtual void kill_now() = 0;
+  // Ends the group for a hang: the stacks of every live worker first, then the hung ones are
+  // killed (SIGKILL, or the timer's signal) and their failures carry the report; the rest
+  // stop as for any failure. on_workers_done follows.
+  virtual void abort_hung(const HangReport& report) = 0;
 };
 
 }  // namespace ddp::agent

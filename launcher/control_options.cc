@@ -66,6 +66,28 @@ Status resolve_accepted_only(const RawOptions& raw, Invocation& out) {
   return Status::ok();
 }
 
+// --hang-timeout and --hang-first-beat-timeout (docs/hangs.md).
+Status resolve_hang_limits(const RawOptions& raw, agent::AgentConfig& config) {
+  const RawValue& timeout = raw.at("hang_timeout");
+  if (timeout.given) {
+    auto d = parse_duration(timeout.origin, timeout.text);
+    if (!d) return from(timeout, d.status());
+    config.hang_timeout = *d;
+  }
+  const RawValue& first = raw.at("hang_first_beat_timeout");
+  if (first.given) {
+    if (!timeout.given) {
+      return from(first, invalid_argument(first.origin +
+                                          " needs --hang-timeout (it only adds a limit for the "
+                                          "first heartbeat); add --hang-timeout"));
+    }
+    auto d = parse_duration(first.origin, first.text);
+    if (!d) return from(first, d.status());
+    config.hang_first_beat_timeout = *d;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status resolve_control(const RawOptions& raw, Invocation& out) {
@@ -110,6 +132,7 @@ Status resolve_control(const RawOptions& raw, Invocation& out) {
       !s) {
     return s;
   }
+  if (Status s = resolve_hang_limits(raw, config); !s) return s;
   return resolve_accepted_only(raw, out);
 }
 

@@ -73,6 +73,28 @@ Result<std::chrono::milliseconds> parse_seconds(std::string_view option, std::st
   return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000.0)));
 }
 
+Result<std::chrono::milliseconds> parse_duration(std::string_view option, std::string_view text) {
+  constexpr std::string_view kExpected = "a positive duration such as 3s, 500ms, 2m or 1h";
+  struct Unit {
+    std::string_view suffix;
+    double ms;
+  };
+  double scale = 1000.0;  // a bare number is seconds
+  std::string_view number = text;
+  for (Unit u : {Unit{"ms", 1.0}, Unit{"s", 1000.0}, Unit{"m", 60000.0}, Unit{"h", 3600000.0}}) {
+    if (text.ends_with(u.suffix)) {
+      number = text.substr(0, text.size() - u.suffix.size());
+      scale = u.ms;
+      break;
+    }
+  }
+  double value = 0;
+  if (!whole_double(number, value) || !(value > 0) || value * scale > 365.0 * 24 * 3600 * 1000) {
+    return bad(option, text, kExpected);
+  }
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(value * scale)));
+}
+
 Result<std::pair<int, int>> parse_nnodes(std::string_view text) {
   constexpr std::string_view kExpected = "N or MIN:MAX with 1 <= MIN <= MAX (e.g. 2 or 1:4)";
   auto parts = split(text, ':');

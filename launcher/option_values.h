@@ -24,6 +24,9 @@ Result<long long> parse_integer(std::string_view option, std::string_view text, 
 // Non-negative seconds, fractions allowed ("30", "0.5"), as milliseconds (rounded up so that
 // a non-zero value never becomes zero).
 Result<std::chrono::milliseconds> parse_seconds(std::string_view option, std::string_view text);
+// A positive duration: a number with a unit, ms, s, m or h ("3s", "500ms", "1.5m"), or a bare
+// number of seconds; rounded up to milliseconds. Zero, negative or unparseable is an error.
+Result<std::chrono::milliseconds> parse_duration(std::string_view option, std::string_view text);
 
 // --nnodes: "N" or "MIN:MAX" with 1 <= MIN <= MAX. Returns {min, max}.
 Result<std::pair<int, int>> parse_nnodes(std::string_view text);

@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 42> kOptions{{
+constexpr std::array<OptionSpec, 44> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -55,6 +55,10 @@ constexpr std::array<OptionSpec, 42> kOptions{{
     {"signals_to_handle", "", false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "Signals forwarded to workers"},
     {"shutdown_timeout", "", false, "30", "Seconds between SIGTERM and SIGKILL when stopping"},
+    {"hang_timeout", "", false, "",
+     "A worker silent this long after a heartbeat is hung: stacks, then a failure (e.g. 5m)"},
+    {"hang_first_beat_timeout", "", false, "",
+     "With --hang-timeout: a worker without any heartbeat this long after its start is hung"},
     {"virtual_local_rank", "", true, "0", "Each worker sees only its own GPU"},
     {"numa_binding", "", false, "", "Not supported by ddprun"},
     {"logs_specs", "", false, "", "Not supported by ddprun"},

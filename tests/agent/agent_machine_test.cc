@@ -44,7 +44,9 @@ struct Harness {
     return f;
   }
   // The log from entry `from` on.
-  Log since(std::size_t from) const { return Log(log.begin() + static_cast<long>(from), log.end()); }
+  Log since(std::size_t from) const {
+    return Log(log.begin() + static_cast<long>(from), log.end());
+  }
 
   Log log;
   testing::FakeBackend backend;
@@ -69,8 +71,8 @@ TEST_CASE("a round runs, succeeds, and the job's end waits for the finish barrie
   h.backend.drained();
   REQUIRE(h.exit == 0);
   CHECK(h.log == Log{"join", "start round 1 world 4 restart 0", "success 1", "kill workers",
-                     "report exit 0 with local result", "wait finished", "kill workers",
-                     "close", "exit 0"});
+                     "report exit 0 with local result", "wait finished", "kill workers", "close",
+                     "exit 0"});
   CHECK(h.clock.pending() == 0);  // the linger timer is gone
 }
 
@@ -169,8 +171,7 @@ TEST_CASE("SIGTERM while waiting for peers leaves the job at once", "[machine]")
   Harness h;
   h.machine.on_signal(SIGTERM);
   CHECK(h.exit == 128 + SIGTERM);
-  CHECK(h.log == Log{"join", "leave: agent received SIGTERM", "kill workers", "close",
-                     "exit 143"});
+  CHECK(h.log == Log{"join", "leave: agent received SIGTERM", "kill workers", "close", "exit 143"});
 }
 
 TEST_CASE("SIGINT while waiting for the job's answer leaves the job", "[machine]") {
@@ -241,6 +242,22 @@ TEST_CASE("the job finishing while workers still run kills them; their end is ig
   h.machine.on_lost(Status(ErrorCode::kPeerGone, "the daemon closed"));  // expected at the end
   CHECK(h.exit == 7);
   CHECK(std::count(h.log.begin(), h.log.end(), "report exit 7") == 1);
+}
+
+TEST_CASE("hung workers while running: stacks and a failure; while stopping: nothing",
+          "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  HangReport report;
+  report.local_ranks = {1};
+  h.workers.hung(report);
+  CHECK(h.log.back() == "abort hung 1");
+  h.workers.done(Outcome::Kind::kFailed, 0, 1);
+  CHECK(h.log.back() == "failure 1 x1");
+  h.machine.on_round(Harness::round(2, 4, 1));
+  h.machine.on_stop_workers(2, "node b failed");
+  h.workers.hung(report);  // the group is stopping anyway
+  CHECK(h.log.back() == "stop workers 15");
 }
 
 TEST_CASE("a round arriving while workers run is ignored", "[machine]") {

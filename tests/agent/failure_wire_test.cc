@@ -18,8 +18,8 @@ TEST_CASE("failure wire: local failures become the daemon's failures", "[failure
   Outcome outcome;
   outcome.kind = Outcome::Kind::kFailed;
   auto seen = std::chrono::system_clock::time_point(std::chrono::seconds(1800000000));
-  outcome.failures.push_back({2, 1, 111, proc::ExitStatus::exited(3), seen});
-  outcome.failures.push_back({2, 0, 110, proc::ExitStatus::killed(SIGKILL), seen});
+  outcome.failures.push_back({2, 1, 111, proc::ExitStatus::exited(3), seen, std::nullopt});
+  outcome.failures.push_back({2, 0, 110, proc::ExitStatus::killed(SIGKILL), seen, std::nullopt});
   auto wire = to_wire_failures(outcome, setup, 2);
   REQUIRE(wire.size() == 2);
   CHECK(wire[0].rank == 5);

@@ -65,6 +65,10 @@ class FakeWorkers final : public Workers {
   }
   void stop(int signal) override { log_.push_back("stop workers " + std::to_string(signal)); }
   void kill_now() override { log_.push_back("kill workers"); }
+  void abort_hung(const HangReport& report) override {
+    log_.push_back("abort hung " + std::to_string(report.local_ranks.size()));
+  }
+  void hung(const HangReport& report) { events_->on_workers_hung(report); }
 
   // The test's side: the group ended.
   void done(Outcome::Kind kind, int signal = 0, int failures = 0) {

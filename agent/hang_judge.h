@@ -1,0 +1,53 @@
+// Which workers of a group are hung, judged from their progress heartbeats (pure: no I/O, the
+// caller passes the time). A worker that has beaten at least once and then stays silent for
+// `timeout` is hung; one that never beat is judged only when `first_beat_timeout` is set (then
+// from the group's start). The culprit among hung workers is the one that stalled first: the
+// lowest last step, then the earliest last beat, then the lowest rank.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddp::agent {
+
+struct HangLimits {
+  std::chrono::milliseconds timeout{0};  // 0: no hang detection
+  std::optional<std::chrono::milliseconds> first_beat_timeout;
+};
+
+// One worker's progress as its heartbeats told it.
+struct WorkerProgress {
+  int rank = 0;                                       // global rank, for messages
+  int beats = 0;                                      // heartbeats received
+  std::optional<std::int64_t> step;                   // the last step number a beat carried
+  std::chrono::steady_clock::time_point last_beat{};  // valid when beats > 0
+  std::chrono::system_clock::time_point last_beat_wall{};
+};
+
+class HangJudge {
+ public:
+  using Clock = std::chrono::steady_clock;
+  HangJudge(HangLimits limits, Clock::time_point started) : limits_(limits), started_(started) {}
+
+  bool enabled() const { return limits_.timeout.count() > 0; }
+  // When the next worker may become hung if nothing beats meanwhile; nullopt when none can.
+  std::optional<Clock::time_point> next_deadline(const std::vector<WorkerProgress>& workers) const;
+  // Indices (into `workers`) of the hung workers at `now`, culprit first.
+  std::vector<std::size_t> hung(const std::vector<WorkerProgress>& workers,
+                                Clock::time_point now) const;
+  // "rank 3 last beat at step 41 (3.0 s ago); every other rank reached step 42" for hung worker
+  // `index`, comparing with every worker of `workers` (this node's).
+  static std::string describe(const std::vector<WorkerProgress>& workers, std::size_t index,
+                              Clock::time_point now);
+
+ private:
+  std::optional<Clock::time_point> deadline_of(const WorkerProgress& w) const;
+
+  HangLimits limits_;
+  Clock::time_point started_;
+};
+
+}  // namespace ddp::agent
