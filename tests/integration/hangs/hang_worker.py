@@ -5,6 +5,8 @@ documented two-line snippet), and a stall on demand.
                             attempt 0 only (TORCHELASTIC_RESTART_COUNT)
   STEPS=n                   steps to run (default 8); STEP_SECONDS=t pause per step (0.05)
   NO_BEAT=1                 never beat
+  BEAT_LOG=prefix           each beat also writes "step epoch_seconds" to prefix<rank>
+  JUNK=1                    write binary junk to the heartbeat channel first
 """
 import os
 import time
@@ -22,6 +24,10 @@ hang_step = int(os.environ.get("HANG_STEP", "-1"))
 steps = int(os.environ.get("STEPS", "8"))
 pause = float(os.environ.get("STEP_SECONDS", "0.05"))
 no_beat = os.environ.get("NO_BEAT") == "1"
+beat_log = os.environ.get("BEAT_LOG")
+if beat and os.environ.get("JUNK") == "1":
+    beat.buffer.write(b"\x00\xff garbage \x80\n" + b"x" * 200 + b"\nnot-a-step\n")
+    beat.flush()
 
 dist.init_process_group("gloo")
 t = torch.ones(4)
@@ -30,6 +36,9 @@ for step in range(steps):
         time.sleep(3600)  # the stall
     if beat and not no_beat:
         print(step, file=beat)
+        if beat_log:
+            with open(beat_log + str(rank), "w") as f:
+                f.write("%d %.6f" % (step, time.time()))
     dist.all_reduce(t)
     time.sleep(pause)
 dist.barrier()
