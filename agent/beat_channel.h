@@ -26,6 +26,7 @@ namespace ddp::agent {
 
 struct Beat {
   std::optional<std::int64_t> step;
+  bool operator==(const Beat&) const = default;
 };
 
 // A beat, or nullopt when `line` (without its '\n') is not one.

@@ -30,6 +30,19 @@ TEST_CASE("parse_seconds keeps fractions as milliseconds", "[launcher]") {
   }
 }
 
+TEST_CASE("parse_duration takes a positive number with a unit, or seconds", "[launcher]") {
+  CHECK(*parse_duration("--t", "3s") == std::chrono::seconds(3));
+  CHECK(*parse_duration("--t", "500ms") == std::chrono::milliseconds(500));
+  CHECK(*parse_duration("--t", "1.5m") == std::chrono::seconds(90));
+  CHECK(*parse_duration("--t", "2h") == std::chrono::hours(2));
+  CHECK(*parse_duration("--t", "4") == std::chrono::seconds(4));
+  CHECK(*parse_duration("--t", "0.0001s") == std::chrono::milliseconds(1));
+  for (const char* bad : {"", "0", "0s", "-3s", "s", "3x", "abc", "nan", "infs", "9999999h"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_duration("--t", bad));
+  }
+}
+
 TEST_CASE("parse_nnodes takes N or MIN:MAX", "[launcher]") {
   CHECK(*parse_nnodes("1") == std::pair{1, 1});
   CHECK(*parse_nnodes("4") == std::pair{4, 4});
