@@ -50,6 +50,8 @@ struct Flags {
   bool host_channel = true;              // DdpOptions::host_channel
   std::string autocast = "off";          // off | bf16 | fp16 (CUDA)
   std::string grad_dtype = "fp32";       // fp32 | bf16
+  int stall_rank = -1;                   // hang tests: this rank stalls at stall_step ...
+  std::int64_t stall_step = 0;           // ... of the first attempt (docs/hangs.md)
   std::string save_model;                // rank 0 writes the final state_dict here
   std::string init_from;                 // a state_dict (e.g. from Python) to start from
   ddp::SpawnOptions spawn{.nprocs = 0};  // nprocs > 0: start the workers ourselves
@@ -241,6 +243,10 @@ int run(const Flags& flags) {
       auto idx = order.narrow(0, b * flags.batch_size, flags.batch_size);
       auto x = data.images.index_select(0, idx).to(ctx.device());
       auto y = data.labels.index_select(0, idx).to(ctx.device());
+      if (ctx.rank() == flags.stall_rank && state.step == flags.stall_step &&
+          ctx.env().restart_count == 0) {
+        std::this_thread::sleep_for(std::chrono::hours(1));  // --stall-rank: a hung rank
+      }
       optimizer.zero_grad();
       torch::Tensor logits, loss;
       {
@@ -317,6 +323,9 @@ int main(int argc, char** argv) {
   app.add_option("--grad-dtype", flags.grad_dtype,
                  "dtype gradients are exchanged in (bf16: half the bytes, summed in float32)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--stall-rank", flags.stall_rank,
+                 "hang tests: this rank sleeps before step --stall-step of the first attempt");
+  app.add_option("--stall-step", flags.stall_step, "see --stall-rank (a global step count)");
   app.add_option("--save-model", flags.save_model, "write the final state_dict (torch.load-able)");
   app.add_option("--init-from", flags.init_from, "start from a state_dict file (torch.save)")
       ->check(CLI::ExistingFile);

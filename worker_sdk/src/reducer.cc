@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ddp/heartbeat.h"
+
 namespace ddp {
 namespace {
 
@@ -230,6 +232,8 @@ void GradientReducer::gather_split_chunks(Bucket& bucket) {
 void GradientReducer::finalize() {
   std::lock_guard<std::mutex> lock(mutex_);
   in_backward_ = false;
+  // This rank's backward is done; it now waits for the others: one heartbeat per step.
+  Heartbeat::process().beat(++beats_);
   // Parameters that got no gradient on this rank contribute zeros.
   for (; next_bucket_ < buckets_.size(); ++next_bucket_) {
     Bucket& b = buckets_[next_bucket_];
