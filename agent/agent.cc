@@ -20,7 +20,7 @@
 #include "agent/supervisor.h"
 #include "agent/worker_env.h"
 #include "proc/death_watch.h"
-#include "proc/posix_process_launcher.h"
+#include "proc/spawner.h"
 #include "rendezvous/server.h"
 
 namespace ddp::agent {
@@ -166,7 +166,7 @@ int run(const AgentConfig& config) {
 
   OutputRouter router(config, config.log_dir.has_value());
   Observer observer(router);
-  proc::PosixProcessLauncher launcher(io, observer, death_watch->get());
+  proc::Spawner launcher(io, observer, {.death_watch = death_watch->get(), .adopt_orphans = true});
 
   std::optional<Outcome> outcome;
   std::optional<SignalForwarder> signals;

@@ -22,7 +22,7 @@
 #include "agent/static_host.h"
 #include "agent/stdin_watch.h"
 #include "agent/supervisor.h"
-#include "proc/posix_process_launcher.h"
+#include "proc/spawner.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
 
@@ -47,7 +47,7 @@ class Node final : public proc::ProcessObserver {
         death_watch_(death_watch),
         rdzv_(std::move(rdzv)),
         router_(config, config.log_dir.has_value()),
-        launcher_(io_, *this, &death_watch),
+        launcher_(io_, *this, {.death_watch = &death_watch, .adopt_orphans = true}),
         signals_(io_),
         stdin_(io_),
         linger_(io_),
@@ -451,7 +451,7 @@ class Node final : public proc::ProcessObserver {
   RdzvSettings rdzv_;
   asio::io_context io_;
   OutputRouter router_;
-  proc::PosixProcessLauncher launcher_;
+  proc::Spawner launcher_;
   asio::signal_set signals_;
   StdinWatch stdin_;
   asio::steady_timer linger_;
