@@ -165,7 +165,7 @@ TEST_CASE_METHOD(Fixture, "spawner: a group signal reaches a grandchild in the g
   spawner.signal_group(1, SIGTERM);  // a group that is gone is not an error
 }
 
-TEST_CASE_METHOD(Fixture, "spawner: environment given or inherited; no other descriptors",
+TEST_CASE_METHOD(Fixture, "spawner: environment given or inherited, no other descriptors",
                  "[spawner]") {
   ::setenv("DDP_SPAWNER_TEST", "inherited", 1);
   LaunchSpec given = sh("echo \"[$DDP_SPAWNER_TEST][$FOO]\"");
