@@ -9,7 +9,7 @@
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/process/v2/environment.hpp>
-#include <boost/process/v2/posix/default_launcher.hpp>
+#include <boost/process/v2/posix/fork_and_forget_launcher.hpp>
 #include <boost/process/v2/process.hpp>
 #include <cerrno>
 #include <cstring>
@@ -28,11 +28,16 @@ struct Spawner::Child {
   pid_t pid = 0;
   bool exited = false;
   bool released = false;
-  int stdin_fd = -1;  // this side of the stdin pipe; -1 when none or closed
+  int stdin_fd = -1;   // this side of the stdin pipe; -1 when none or closed
+  int report_fd = -1;  // carries the errno when its exec failed; EOF when it succeeded
+  std::string program;
   std::unique_ptr<bp::basic_process_handle<>> process;  // its pidfd
   std::unique_ptr<asio::posix::stream_descriptor> out;
   std::unique_ptr<asio::posix::stream_descriptor> err;
-  ~Child() { close_stdin(); }
+  ~Child() {
+    close_stdin();
+    if (report_fd >= 0) ::close(report_fd);
+  }
   void close_stdin() {
     if (stdin_fd >= 0) ::close(stdin_fd);
     stdin_fd = -1;
@@ -50,18 +55,22 @@ constexpr int kExitDrainRounds = 64;
 // The Boost.Process initializer of a spawn: its exec-setup hook runs prepare_child in the child.
 struct ChildSetupHook {
   ChildSetup setup;
+  int report_fd = -1;  // close-on-exec: the parent reads EOF once the program runs
 
   template <typename Launcher>
   error_code on_exec_setup(Launcher&, const bp::filesystem::path&, const char* const*&) const {
     const int err = prepare_child(setup);
     return err == 0 ? error_code{} : error_code(err, boost::system::system_category());
   }
-  // After a failed exec Boost.Process has sent the errno to the parent and would call exit(),
-  // which runs this process's atexit handlers and flushes its stdio buffers in the child:
-  // leave with _exit(127) instead. Variadic because Boost 1.81 detects this hook with other
+  // After a failed exec (or setup): send the errno to the parent, then _exit(127) where
+  // Boost.Process would call exit(), which runs this process's atexit handlers and flushes its
+  // stdio buffers in the child. Variadic because Boost 1.81 detects this hook with other
   // arguments than it calls it with.
   template <typename... Args>
   void on_exec_error(Args&&...) const {
+    const int err = errno;
+    ssize_t ignored = ::write(report_fd, &err, sizeof err);
+    (void)ignored;
     ::_exit(127);
   }
 };
@@ -87,19 +96,34 @@ struct SpawnFds {
   int in[2] = {-1, -1};  // [0] the child's stdin (a pipe's read end or /dev/null)
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
+  int report[2] = {-1, -1};  // the child's exec errno
   ~SpawnFds() {
-    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) {
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], report[0], report[1]}) {
       if (fd >= 0) ::close(fd);
     }
   }
   bool open(StdinMode stdin_mode) {
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) return false;
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+        ::pipe2(report, O_CLOEXEC) != 0) {
+      return false;
+    }
     if (stdin_mode == StdinMode::kPipe) return ::pipe2(in, O_CLOEXEC) == 0;
     in[0] = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     return in[0] >= 0;
   }
   static int take(int& fd) { return std::exchange(fd, -1); }
 };
+
+// After the child's exec: its errno when it failed, else 0. Blocks until the exec happened
+// or failed (the write end closes then); call once the write end here is closed.
+int read_exec_errno(int report_fd) {
+  int err = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(report_fd, &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof err) ? err : 0;
+}
 
 // argv[0] as execvp finds it: on this process's PATH unless it holds a '/'. Empty: not found.
 bp::filesystem::path resolve(const std::string& program) {
@@ -138,7 +162,8 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
     return io_error("cannot run '" + program + "': cannot create pipes: " + std::strerror(errno));
   }
   ChildSetupHook hook{
-      {spec.group, spec.die_with_parent, ::getpid(), fds.in[0], fds.out[1], fds.err[1], 0}};
+      {spec.group, spec.die_with_parent, ::getpid(), fds.in[0], fds.out[1], fds.err[1], 0},
+      fds.report[1]};
   bp::filesystem::path executable = resolve(program);
   if (executable.empty()) {
     executable = program;
@@ -146,30 +171,32 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
   }
   std::vector<const char*> argv = c_strings(spec.argv);
   std::vector<const char*> envp = c_strings(spec.env);
-  bp::posix::default_launcher launcher;
+  bp::posix::fork_and_forget_launcher launcher;
   if (!spec.inherit_env) launcher.env = envp.data();
-  error_code exec_error;
+  launcher.fd_whitelist.push_back(fds.report[1]);  // Boost.Process closes the others
+  error_code fork_error;
   try {
     SignalsBlocked blocked;
-    launcher(fork_context_.get_executor(), exec_error, executable, argv.data(), hook).detach();
+    launcher(fork_context_.get_executor(), fork_error, executable, argv.data(), hook).detach();
   } catch (const boost::system::system_error& e) {
-    // Only its pidfd on the fork context can fail once the program runs: wait below instead.
+    // Only its pidfd on the fork context can fail once the child runs: wait below instead.
     spdlog::debug("spawn '{}': {}", program, e.what());
   }
   const pid_t pid = launcher.pid;
-  if (pid <= 0) {
-    return io_error("cannot run '" + program + "': " + exec_error.message());
-  }
-  if (exec_error && spec.exec_failure == ExecFailure::kError) {
-    strays_.adopt(pid);  // it is leaving with 127
-    return io_error("cannot run '" + program + "': " + std::strerror(exec_error.value()));
-  }
-  if (exec_error) {
-    spdlog::error("cannot run '{}': {}", program, std::strerror(exec_error.value()));
+  if (pid <= 0) return io_error("cannot run '" + program + "': " + fork_error.message());
+  ::close(SpawnFds::take(fds.report[1]));
+  if (spec.exec_failure == ExecFailure::kError) {
+    // Few children (the fan-out's): wait for the exec to know.
+    if (const int err = read_exec_errno(fds.report[0]); err != 0) {
+      strays_.adopt(pid);  // it is leaving with 127
+      return io_error("cannot run '" + program + "': " + std::strerror(err));
+    }
   }
   auto child = std::make_shared<Child>();
   child->id = id;
   child->pid = pid;
+  child->program = program;
+  child->report_fd = SpawnFds::take(fds.report[0]);
   try {
     child->process = std::make_unique<bp::basic_process_handle<>>(io_.get_executor(), pid);
   } catch (const boost::system::system_error& e) {
@@ -197,10 +224,16 @@ void Spawner::close_stdin(int id) {
 void Spawner::signal_group(int id, int signal) {
   auto it = children_.find(id);
   if (it == children_.end()) return;
-  // The group exists from spawn() on; it may outlive its leader (grandchildren in it).
-  const pid_t pgid = it->second->pid;
-  if (::kill(-pgid, signal) != 0 && errno != ESRCH) {
-    spdlog::warn("signal {} to process group {}: {}", signal, pgid, std::strerror(errno));
+  // The group may outlive its leader (grandchildren in it).
+  const Child& child = *it->second;
+  if (::kill(-child.pid, signal) == 0) return;
+  if (errno == ESRCH && !child.exited) {
+    // Not yet past setsid()/setpgid() in the child: no group yet. Signals are blocked there
+    // until its handlers are reset, so the signal waits and then takes effect.
+    if (::kill(child.pid, signal) == 0 || errno == ESRCH) return;
+  }
+  if (errno != ESRCH) {
+    spdlog::warn("signal {} to process group {}: {}", signal, child.pid, std::strerror(errno));
   }
 }
 
@@ -244,6 +277,12 @@ void Spawner::wait_exit(const std::shared_ptr<Child>& child) {
 void Spawner::on_child_exit(const std::shared_ptr<Child>& child, int wait_status) {
   child->exited = true;
   child->close_stdin();
+  if (child->report_fd >= 0) {
+    if (const int err = read_exec_errno(child->report_fd); err != 0) {
+      spdlog::error("cannot run '{}': {}", child->program, std::strerror(err));
+    }
+    ::close(std::exchange(child->report_fd, -1));
+  }
   // Everything written before the exit is in the pipes now: deliver it first.
   for (StreamId s : {StreamId::kStdout, StreamId::kStderr}) {
     for (int round = 0; round < kExitDrainRounds && read_available(child, s); ++round) {

@@ -1,16 +1,22 @@
 // The process library's one spawner, for the agent's workers and the fan-out's ssh/pbsdsh
 // children: the real ProcessLauncher, on Boost.Process v2.
 //
-// Spawning: Boost.Process's default launcher forks (from a private io_context with nothing
-// registered, so the child runs none of this process's Asio state) and its exec-setup hook
-// runs proc::prepare_child (child_setup.h) in the child: own session (setsid) or process
-// group (setpgid), PR_SET_PDEATHSIG(SIGKILL) plus the getppid() check, stdin from /dev/null or
-// a pipe, stdout/stderr into pipes, every signal back to SIG_DFL and unblocked, every other
-// descriptor close-on-exec. Every signal is blocked in this thread across the fork, so no
-// handler of this process runs in the child. spawn() returns once the program runs or its
-// exec failed (Boost.Process reads the errno from a close-on-exec pipe), so the process group
-// exists by then. argv[0] is looked up on this process's PATH (as execvp does); one that is
-// not found fails in the child with ENOENT, like any exec failure, as spec.exec_failure says.
+// Spawning: Boost.Process's fork_and_forget_launcher forks (from a private io_context with
+// nothing of ours registered, so the child runs none of this process's Asio state) and its
+// exec-setup hook runs proc::prepare_child (child_setup.h) in the child: own session (setsid)
+// or process group (setpgid), PR_SET_PDEATHSIG(SIGKILL) plus the getppid() check, stdin from
+// /dev/null or a pipe, stdout/stderr into pipes, every signal back to SIG_DFL and unblocked,
+// every other descriptor close-on-exec. Every signal is blocked in this thread across the
+// fork, so no handler of this process runs in the child.
+// spawn() does not wait for the program to load, so a whole group starts in parallel (Boost's
+// default_launcher waits for each exec: that serialised a group's start and doubled the
+// restart latency, see docs/benchmarks.md). An exec failure sends its errno through a
+// close-on-exec pipe of ours and the child leaves with _exit(127): ExecFailure::kExit127 logs
+// "cannot run '<program>': <strerror>" when the exit is heard; ExecFailure::kError makes
+// spawn() wait for the exec (read that pipe to EOF) and return the error, the child reaped
+// unseen. argv[0] is looked up on this process's PATH (as execvp does); one that is not found
+// fails in the child with ENOENT, like any exec failure. A signal_group() that comes before
+// the child made its group goes to the child itself (still blocked there, so it takes effect).
 //
 // Exits: one owner of child exits. Each child is waited for by its pidfd with async_wait on
 // the io_context (waitpid of that pid only); nothing handles SIGCHLD and nothing calls

@@ -153,9 +153,9 @@ TEST_CASE_METHOD(Fixture, "spawner: a group signal reaches a grandchild in the g
   spec.group = mode;
   auto pid = spawner.spawn(1, spec);
   REQUIRE(pid);
+  REQUIRE(run_until(io, [&] { return rec.out[1].find('\n') != std::string::npos; }));
   CHECK(::getpgid(*pid) == *pid);
   CHECK((::getsid(*pid) == *pid) == (mode == GroupMode::kNewSession));
-  REQUIRE(run_until(io, [&] { return rec.out[1].find('\n') != std::string::npos; }));
   const pid_t grandchild = std::stoi(rec.out[1]);
   CHECK(::getpgid(grandchild) == *pid);
   spawner.signal_group(1, SIGTERM);
@@ -163,6 +163,16 @@ TEST_CASE_METHOD(Fixture, "spawner: a group signal reaches a grandchild in the g
   CHECK(rec.exits[1] == ExitStatus::killed(SIGTERM));
   CHECK(dies_within(grandchild, 10s));
   spawner.signal_group(1, SIGTERM);  // a group that is gone is not an error
+}
+
+TEST_CASE_METHOD(Fixture, "spawner: a signal sent right after spawn() takes effect", "[spawner]") {
+  // spawn() does not wait for the exec: the group may not exist yet, the signal still lands.
+  for (int id = 1; id <= 8; ++id) {
+    REQUIRE(spawner.spawn(id, sh("exec sleep 1000")));
+    spawner.signal_group(id, SIGTERM);
+  }
+  REQUIRE(run_until(io, [&] { return rec.exits.size() == 8; }));
+  for (const auto& [id, status] : rec.exits) CHECK(status == ExitStatus::killed(SIGTERM));
 }
 
 TEST_CASE_METHOD(Fixture, "spawner: environment given or inherited, no other descriptors",
