@@ -67,7 +67,8 @@ class ProcessLauncher {
   virtual ~ProcessLauncher() = default;
 
   // Starts a process as `spec` says (own session or group, stdin, environment) with
-  // stdout/stderr captured. Returns its pid; its process group exists from then on.
+  // stdout/stderr captured. Returns its pid without waiting for the program to load (except
+  // with ExecFailure::kError, which waits for the exec).
   // Errors: kIo when the OS refuses (pipes, fork); kInvalidArgument for an empty argv; a
   // program that cannot be executed as spec.exec_failure says.
   virtual Result<pid_t> spawn(int id, const LaunchSpec& spec) = 0;

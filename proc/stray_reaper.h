@@ -28,8 +28,6 @@ class StrayReaper {
   void adopt(pid_t pid);
   // SIGKILLs every child of this process for which `keep(pid)` is false and reaps it.
   void kill_all_except(const std::function<bool(pid_t)>& keep);
-  // Strays killed or adopted and not reaped yet.
-  std::size_t pending() const { return waiting_.size(); }
 
  private:
   struct Waiter;
