@@ -63,7 +63,7 @@ SupervisedWorkers::SupervisedWorkers(boost::asio::io_context& io, const AgentCon
       config_(config),
       setup_(setup),
       router_(config, config.log_dir.has_value()),
-      launcher_(io, *this, death_watch),
+      launcher_(io, *this, {.death_watch = death_watch, .adopt_orphans = true}),
       watch_(
           io, config,
           on_path("gdb").empty() ? StackCapture::RunGdb{}

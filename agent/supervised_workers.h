@@ -20,7 +20,7 @@
 #include "agent/worker_watch.h"
 #include "agent/workers.h"
 #include "proc/death_watch.h"
-#include "proc/posix_process_launcher.h"
+#include "proc/spawner.h"
 
 namespace ddp::agent {
 
@@ -60,7 +60,7 @@ class SupervisedWorkers final : public Workers, private proc::ProcessObserver {
   const AgentConfig& config_;
   RunSetup& setup_;
   OutputRouter router_;
-  proc::PosixProcessLauncher launcher_;
+  proc::Spawner launcher_;
   WorkerWatch watch_;
   WorkerEvents* events_ = nullptr;
   int attempt_ = 0;

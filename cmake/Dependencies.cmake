@@ -1,7 +1,7 @@
 # Every third-party dependency is found here, once. All come from Debian packages
 # (scripts/setup.sh installs them).
 find_package(Threads REQUIRED)
-find_package(Boost 1.81 REQUIRED)            # Asio and Process are header-only
+find_package(Boost 1.81 REQUIRED COMPONENTS filesystem)  # Asio is header-only; Process v2 needs filesystem
 find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.11 REQUIRED)

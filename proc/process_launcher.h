@@ -1,7 +1,7 @@
-// The seam in front of every process-related OS effect the agent has: spawning a
-// worker, signalling its process group, and hearing about its output and its exit.
-// The supervisor (policy) talks only to this interface; PosixProcessLauncher is the
-// real thing, tests use a fake.
+// The seam in front of every process-related OS effect the agent and the fan-out have:
+// spawning a worker or an ssh/pbsdsh child, signalling its process group, and hearing about
+// its output and its exit. The supervisor (policy) talks only to this interface; proc::Spawner
+// (proc/spawner.h) is the real thing, tests use a fake.
 //
 // Threading: single thread. Events are delivered on the agent's io_context thread, never
 // from inside spawn()/signal_group().
@@ -32,20 +32,50 @@ class ProcessObserver {
   virtual void on_exit(int id, ExitStatus status) = 0;
 };
 
+// How the child's stdin is set up.
+enum class StdinMode {
+  kNull,  // /dev/null
+  kPipe,  // a pipe the launcher holds open until close_stdin(id) or the exit: EOF is a message
+};
+
+// Which process group the child gets; either way signal_group() reaches the group.
+enum class GroupMode {
+  kNewSession,  // setsid(): own session and group (workers: no controlling terminal)
+  kNewGroup,    // setpgid(0, 0): own group in this session (fan-out's ssh/pbsdsh children)
+};
+
+// What a program that cannot be executed (not found, not executable, bad interpreter) does.
+enum class ExecFailure {
+  kExit127,  // spawn() succeeds; one line is logged naming the program and the errno, and the
+             // process exits with 127, as in a shell (workers: it goes down the failure path)
+  kError,    // spawn() returns kIo naming the program and the errno; no events for `id`
+};
+
+// `LaunchSpec{argv, env}` is a worker: the defaults below.
 struct LaunchSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
-  std::vector<std::string> env;   // "KEY=VALUE", the whole environment
+  std::vector<std::string> env;   // "KEY=VALUE", the whole environment (unless inherit_env)
+  StdinMode stdin_mode = StdinMode::kNull;
+  GroupMode group = GroupMode::kNewSession;
+  bool die_with_parent = true;  // PR_SET_PDEATHSIG(SIGKILL): the child dies with this process
+  bool inherit_env = false;     // true: this process's environment, `env` is ignored
+  ExecFailure exec_failure = ExecFailure::kExit127;
 };
 
 class ProcessLauncher {
  public:
   virtual ~ProcessLauncher() = default;
 
-  // Starts a process in its own session/process group with stdin from /dev/null and
-  // stdout/stderr captured. Returns its pid without waiting for the program to load.
-  // Errors: kIo when the OS refuses (pipes, fork). A program that cannot be executed
-  // exits with code 127 (as in a shell) after the launcher logged why.
+  // Starts a process as `spec` says (own session or group, stdin, environment) with
+  // stdout/stderr captured. Returns its pid without waiting for the program to load (except
+  // with ExecFailure::kError, which waits for the exec).
+  // Errors: kIo when the OS refuses (pipes, fork); kInvalidArgument for an empty argv; a
+  // program that cannot be executed as spec.exec_failure says.
   virtual Result<pid_t> spawn(int id, const LaunchSpec& spec) = 0;
+
+  // Closes this side of `id`'s stdin pipe (StdinMode::kPipe): the child reads EOF.
+  // Idempotent; nothing for an unknown id or a child without a stdin pipe.
+  virtual void close_stdin(int id) = 0;
 
   // Sends `signal` to the process group of `id` (the process and what it started that
   // stayed in its group). A group that is gone already is not an error.

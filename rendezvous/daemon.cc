@@ -4,10 +4,11 @@
 #include <sys/resource.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+
+#include "proc/signal_router.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -44,24 +45,25 @@ Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
   boost::asio::io_context io(1);
   // Signals are caught from before the ready line on, so a SIGTERM sent right after it
   // still shuts down cleanly.
-  boost::asio::signal_set signals(io, SIGTERM, SIGINT);
-  auto server = Server::start(io, options.server);
-  if (!server) return server.status();
-  if (!options.port_file.empty()) {
-    Status written = write_port_file(options.port_file, (*server)->port());
-    if (!written) return written;
-  }
-  const std::string host = (*server)->host();
-  const bool v6 = host.find(':') != std::string::npos;
-  ready << "listening on " << (v6 ? "[" + host + "]" : host) << ':' << (*server)->port()
-        << std::endl;
-
-  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
-    if (ec) return;
+  std::unique_ptr<Server> server;
+  proc::SignalRouter signals(io);
+  signals.route({SIGTERM, SIGINT}, [&](int signo) {
     spdlog::info("signal {} received; shutting down", signo);
-    (*server)->stop();
+    signals.cancel();
+    if (server) server->stop();
     io.stop();
   });
+  auto started = Server::start(io, options.server);
+  if (!started) return started.status();
+  server = std::move(started).value();
+  if (!options.port_file.empty()) {
+    Status written = write_port_file(options.port_file, server->port());
+    if (!written) return written;
+  }
+  const std::string host = server->host();
+  const bool v6 = host.find(':') != std::string::npos;
+  ready << "listening on " << (v6 ? "[" + host + "]" : host) << ':' << server->port() << std::endl;
+
   io.run();
   return Status::ok();
 }

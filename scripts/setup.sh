@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   g++ cmake ninja-build pkg-config dpkg-dev file
-  libboost1.81-dev libcli11-dev libspdlog-dev nlohmann-json3-dev catch2
+  libboost1.81-dev libboost-filesystem1.81-dev libcli11-dev libspdlog-dev nlohmann-json3-dev catch2
   libtorch-dev libgloo-dev python3-torch
   clang libclang-rt-14-dev clang-format help2man
   iproute2 procps psmisc

@@ -5,7 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "launcher/fanout/child_processes.h"
+#include "proc/spawner.h"
 
 namespace ddp::launcher::fanout {
 namespace {
@@ -34,15 +34,27 @@ class Collector final : public proc::ProcessObserver {
 
 }  // namespace
 
+proc::LaunchSpec child_spec(const std::vector<std::string>& argv, bool stdin_pipe) {
+  proc::LaunchSpec spec{argv, {}};
+  spec.stdin_mode = stdin_pipe ? proc::StdinMode::kPipe : proc::StdinMode::kNull;
+  spec.group = proc::GroupMode::kNewGroup;
+  spec.die_with_parent = false;
+  spec.inherit_env = true;
+  spec.exec_failure = proc::ExecFailure::kError;
+  return spec;
+}
+
 std::vector<CommandRun> run_commands(const std::vector<std::vector<std::string>>& commands,
                                      std::chrono::milliseconds deadline) {
   std::vector<CommandRun> runs(commands.size());
   asio::io_context io;
   Collector collector(io, runs);
-  ChildProcesses children(io, collector);
+  proc::Spawner children(io, collector);
+  std::vector<bool> started_ok(commands.size(), false);
   int started = 0;
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    auto pid = children.spawn(static_cast<int>(i), commands[i], false);
+    auto pid = children.spawn(static_cast<int>(i), child_spec(commands[i], false));
+    started_ok[i] = static_cast<bool>(pid);
     if (pid) {
       ++started;
     } else {
@@ -58,11 +70,11 @@ std::vector<CommandRun> run_commands(const std::vector<std::vector<std::string>>
   io.run();
   for (std::size_t i = 0; i < commands.size(); ++i) {
     int id = static_cast<int>(i);
-    if (runs[i].exit || children.exited(id)) continue;
+    if (runs[i].exit || !started_ok[i]) continue;
     runs[i].timed_out = true;
     children.signal_group(id, SIGKILL);
   }
-  // Reap what was killed: its exit arrives through SIGCHLD (bounded: SIGKILL is immediate).
+  // Reap what was killed: its exit arrives on the io_context (bounded: SIGKILL is immediate).
   int killed = 0;
   for (const auto& run : runs) killed += run.timed_out ? 1 : 0;
   if (killed > 0) {

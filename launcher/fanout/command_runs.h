@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proc/exit_status.h"
+#include "proc/process_launcher.h"
 
 namespace ddp::launcher::fanout {
 
@@ -20,6 +21,13 @@ struct CommandRun {
   bool timed_out = false;
   std::string output;  // stdout and stderr, interleaved as read
 };
+
+// How the fan-out starts a child (these commands, the ssh/pbsdsh sessions): in its own process
+// group (a terminal's Ctrl-C reaches only ddprun, which decides how to stop them), with this
+// process's environment, not dying with ddprun (an ssh session ends by its stdin's EOF), and a
+// program that cannot run is an error of spawn(). stdin_pipe: a pipe held open until
+// close_stdin() (the remote agent's --exit-on-stdin-eof lifeline), else /dev/null.
+proc::LaunchSpec child_spec(const std::vector<std::string>& argv, bool stdin_pipe);
 
 std::vector<CommandRun> run_commands(const std::vector<std::vector<std::string>>& commands,
                                      std::chrono::milliseconds deadline);

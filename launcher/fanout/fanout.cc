@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <csignal>
 #include <cstdio>
@@ -15,11 +14,13 @@
 #include "agent/rdzv_settings.h"
 #include "common/signal_name.h"
 #include "launcher/cluster/pbs_launch.h"
-#include "launcher/fanout/child_processes.h"
+#include "launcher/fanout/command_runs.h"
 #include "launcher/fanout/launch_checks.h"
 #include "launcher/fanout/local_address.h"
 #include "launcher/fanout/node_launches.h"
 #include "launcher/fanout/output_relay.h"
+#include "proc/signal_router.h"
+#include "proc/spawner.h"
 #include "rendezvous/server.h"
 
 namespace ddp::launcher::fanout {
@@ -69,12 +70,7 @@ class Fanout final : public proc::ProcessObserver {
     if (!launches) return usage_error(launches.status().message());
     launches_ = std::move(launches).value();
 
-    for (int sig : invocation_.config.signals_to_handle) {
-      boost::system::error_code ec;
-      signals_.add(sig, ec);
-      if (ec) spdlog::warn("cannot handle signal {}: {}", sig, ec.message());
-    }
-    wait_signal();
+    signals_.route(invocation_.config.signals_to_handle, [this](int sig) { on_signal(sig); });
     std::string labels;
     for (const auto& launch : launches_) labels += (labels.empty() ? "" : ", ") + launch.label;
     spdlog::info("job {}: rendezvous on {} for {} node(s); starting the agents: {}",
@@ -82,7 +78,7 @@ class Fanout final : public proc::ProcessObserver {
     for (std::size_t i = 0; i < launches_.size(); ++i) {
       int id = static_cast<int>(i);
       relay_.set_label(id, launches_[i].label);
-      auto pid = children_.spawn(id, launches_[i].argv, launches_[i].stdin_pipe);
+      auto pid = children_.spawn(id, child_spec(launches_[i].argv, launches_[i].stdin_pipe));
       if (!pid) {
         spdlog::error("{}: {}", launches_[i].label, pid.status().message());
         failed_start_ = true;
@@ -152,19 +148,15 @@ class Fanout final : public proc::ProcessObserver {
     return server_->job_outcome(invocation_.config.run_id);
   }
 
-  void wait_signal() {
-    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      if (stopping_ && sig == SIGINT && stop_signal_ == SIGINT) {
-        spdlog::warn("second SIGINT: ending every {} session now", launcher_name());
-        signal_all(SIGTERM);
-      } else {
-        spdlog::warn("received {}: stopping every node's agent", signal_name(sig));
-        if (stop_signal_ == 0) stop_signal_ = sig;
-        begin_stop(sig);
-      }
-      wait_signal();
-    });
+  void on_signal(int sig) {
+    if (stopping_ && sig == SIGINT && stop_signal_ == SIGINT) {
+      spdlog::warn("second SIGINT: ending every {} session now", launcher_name());
+      signal_all(SIGTERM);
+    } else {
+      spdlog::warn("received {}: stopping every node's agent", signal_name(sig));
+      if (stop_signal_ == 0) stop_signal_ = sig;
+      begin_stop(sig);
+    }
   }
 
   // Asks every agent to stop, then escalates on a timer.
@@ -218,8 +210,7 @@ class Fanout final : public proc::ProcessObserver {
                     failed_start_ ? "an agent could not be started"
                                   : "the agents ended before it did (see above)");
     }
-    boost::system::error_code ignored;
-    signals_.cancel(ignored);
+    signals_.cancel();
     grace_.cancel();
     linger_.cancel();
     if (server_) server_->stop();
@@ -229,8 +220,8 @@ class Fanout final : public proc::ProcessObserver {
   const launcher::Invocation& invocation_;
   asio::io_context io_;
   OutputRelay relay_;
-  ChildProcesses children_;
-  asio::signal_set signals_;
+  proc::Spawner children_;
+  proc::SignalRouter signals_;
   asio::steady_timer grace_;
   asio::steady_timer linger_;
   std::unique_ptr<rendezvous::Server> server_;

@@ -89,7 +89,7 @@ TEST_CASE("the finish barrier gives up after the linger", "[machine]") {
   CHECK(h.log.back() == "exit 0");
 }
 
-TEST_CASE("a worker failure is reported; with restarts left the next round starts", "[machine]") {
+TEST_CASE("a worker failure is reported, with restarts left the next round starts", "[machine]") {
   Harness h;
   h.machine.on_round(Harness::round(1));
   h.workers.done(Outcome::Kind::kFailed, 0, 2);
@@ -232,7 +232,7 @@ TEST_CASE("a signal before the rendezvous is lost keeps the signal's exit code",
   CHECK(h.exit == 128 + SIGTERM);
 }
 
-TEST_CASE("the job finishing while workers still run kills them; their end is ignored",
+TEST_CASE("the job finishing while workers still run kills them, their end is ignored",
           "[machine]") {
   Harness h;
   h.machine.on_round(Harness::round(1));
@@ -244,7 +244,7 @@ TEST_CASE("the job finishing while workers still run kills them; their end is ig
   CHECK(std::count(h.log.begin(), h.log.end(), "report exit 7") == 1);
 }
 
-TEST_CASE("hung workers while running: stacks and a failure; while stopping: nothing",
+TEST_CASE("hung workers while running: stacks and a failure, while stopping: nothing",
           "[machine]") {
   Harness h;
   h.machine.on_round(Harness::round(1));

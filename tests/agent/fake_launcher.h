@@ -21,6 +21,7 @@ class FakeLauncher final : public proc::ProcessLauncher {
     log.push_back("spawn " + std::to_string(id));
     return pid;
   }
+  void close_stdin(int id) override { log.push_back("close stdin " + std::to_string(id)); }
   void signal_group(int id, int signal) override {
     log.push_back("signal " + std::to_string(id) + " " + std::to_string(signal));
   }

@@ -83,7 +83,7 @@ TEST_CASE("the first-beat limit judges workers that never beat", "[hang]") {
   CHECK_FALSE(off.next_deadline({beat_at(0, 1, t0)}));
 }
 
-TEST_CASE("ties go to the earlier last beat; the others' spread is described", "[hang]") {
+TEST_CASE("ties go to the earlier last beat, the others' spread is described", "[hang]") {
   const auto t0 = Clock::now();
   HangJudge judge({1s, std::nullopt}, t0);
   std::vector<WorkerProgress> w{beat_at(0, 9, t0 + 50ms), beat_at(1, 9, t0), beat_at(2, 12, t0),

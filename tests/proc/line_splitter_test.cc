@@ -4,18 +4,18 @@
 #include <string>
 #include <vector>
 
-namespace ddp::agent {
+namespace ddp::proc {
 namespace {
 
 struct Collector {
   std::vector<std::string> lines;
-  proc::LineSplitter::Emit emit() {
+  LineSplitter::Emit emit() {
     return [this](std::string_view l) { lines.emplace_back(l); };
   }
 };
 
 TEST_CASE("splitter emits whole lines only and buffers the partial one", "[output]") {
-  proc::LineSplitter s;
+  LineSplitter s;
   Collector c;
   s.feed("hel", c.emit());
   CHECK(c.lines.empty());
@@ -31,7 +31,7 @@ TEST_CASE("splitter emits whole lines only and buffers the partial one", "[outpu
 }
 
 TEST_CASE("splitter passes binary bytes through", "[output]") {
-  proc::LineSplitter s;
+  LineSplitter s;
   Collector c;
   std::string bin("a\0b\xff\xfe\r", 6);
   s.feed(bin + "\n" + std::string("\x80", 1), c.emit());
@@ -42,7 +42,7 @@ TEST_CASE("splitter passes binary bytes through", "[output]") {
 }
 
 TEST_CASE("splitter cuts lines longer than its bound", "[output]") {
-  proc::LineSplitter s(4);
+  LineSplitter s(4);
   Collector c;
   s.feed("abcdefghij\nxy", c.emit());
   CHECK(c.lines == std::vector<std::string>{"abcd", "efgh", "ij"});
@@ -53,11 +53,11 @@ TEST_CASE("splitter cuts lines longer than its bound", "[output]") {
 }
 
 TEST_CASE("splitter handles a line split byte by byte", "[output]") {
-  proc::LineSplitter s;
+  LineSplitter s;
   Collector c;
   for (char ch : std::string("one\ntwo\n")) s.feed(std::string_view(&ch, 1), c.emit());
   CHECK(c.lines == std::vector<std::string>{"one", "two"});
 }
 
 }  // namespace
-}  // namespace ddp::agent
+}  // namespace ddp::proc

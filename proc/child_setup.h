@@ -1,0 +1,32 @@
+// What a spawned child does in itself between fork and exec (proc::Spawner runs it from
+// Boost.Process's exec-setup hook). Runs in the forked child of a process that may hold
+// locks and Asio state: only async-signal-safe calls, no allocation, no logging.
+//
+// On entry every signal is blocked (the spawner blocked them across fork, so no handler of
+// the parent, such as Asio's, can run in the child). In order: new session or process group;
+// PR_SET_PDEATHSIG(SIGKILL) plus the getppid() check; stdin/stdout/stderr; every signal back
+// to SIG_DFL, then none blocked; every descriptor from 3 up marked close-on-exec.
+#pragma once
+
+#include <sys/types.h>
+
+#include "proc/process_launcher.h"
+
+namespace ddp::proc {
+
+struct ChildSetup {
+  GroupMode group = GroupMode::kNewSession;
+  bool die_with_parent = true;
+  pid_t parent = 0;  // the spawning process, for the getppid() check
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int forced_errno = 0;  // nonzero: fail with it instead of running (program not on PATH)
+};
+
+// Returns 0 when the child is ready to exec, or an errno (also left in errno) that the
+// caller reports to the parent. Exits with 127 itself when the parent died before
+// PR_SET_PDEATHSIG took effect.
+int prepare_child(const ChildSetup& setup) noexcept;
+
+}  // namespace ddp::proc
