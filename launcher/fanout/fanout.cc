@@ -9,8 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "agent/error_report.h"
-#include "agent/failure_wire.h"
+#include "agent/job_report.h"
 #include "agent/rdzv_settings.h"
 #include "common/signal_name.h"
 #include "launcher/cluster/pbs_launch.h"
@@ -186,24 +185,16 @@ class Fanout final : public proc::ProcessObserver {
     }
   }
 
-  // The job's root-cause table, once for every node (its agents leave it to this process).
-  void print_root_cause(const rendezvous::membership::Failure& f, const std::string& reason) const {
-    std::string table =
-        agent::format_job_root_cause(agent::program_name(invocation_.config.worker_argv), f);
-    if (!reason.empty()) table += "job " + invocation_.config.run_id + ": " + reason + "\n";
-    std::fwrite(table.data(), 1, table.size(), stderr);
-    std::fflush(stderr);
-  }
-
   void finish() {
     const auto job = finished_job();
     if (stop_signal_ != 0) {
       exit_code_ = 128 + stop_signal_;
     } else if (job) {
       exit_code_ = job->exit_code;
-      if (job->root_cause) print_root_cause(*job->root_cause, job->reason);
-      spdlog::info("job {} finished with exit code {}{}", invocation_.config.run_id, exit_code_,
-                   job->reason.empty() ? "" : ": " + job->reason);
+      // The job's root-cause table, once for every node (its agents leave it to this process),
+      // as an agent prints it.
+      agent::RootCauseReport(invocation_.config, invocation_.config.run_id)
+          .job_finished(*job, nullptr);
     } else {
       exit_code_ = 1;
       spdlog::error("job {} did not finish: {}", invocation_.config.run_id,
