@@ -55,6 +55,21 @@ pid_t parent_of(pid_t pid) {
   return ppid;
 }
 
+// gdb's attach and detach messages are not the stack.
+std::string without_gdb_chatter(const std::string& output) {
+  std::istringstream in(output);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("[New LWP") || line.starts_with("[Thread debugging") ||
+        line.starts_with("Using host libthread_db") || line.starts_with("[Inferior") ||
+        line.ends_with(": No such file or directory.")) {
+      continue;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 SupervisedWorkers::SupervisedWorkers(boost::asio::io_context& io, const AgentConfig& config,
@@ -193,8 +208,10 @@ void SupervisedWorkers::act_on_hang(const HangReport& report, std::vector<Captur
 void SupervisedWorkers::run_gdb(pid_t pid, std::function<void(Result<std::string>)> done) {
   const int id = next_tool_++;
   proc::LaunchSpec spec;
-  spec.argv = {
-      "gdb", "-nx", "-q", "-batch", "-p", std::to_string(pid), "-ex", "thread apply all bt"};
+  spec.argv = {"gdb", "-nx",
+               "-q",  "-batch",
+               "-p",  std::to_string(pid),
+               "-ex", "thread apply all -ascending bt"};  // the main thread first
   for (const auto& [key, value] : setup_.base_env) spec.env.push_back(key + "=" + value);
   auto started = launcher_.spawn(id, spec);
   if (!started) {
@@ -252,7 +269,7 @@ void SupervisedWorkers::on_exit(int id, proc::ExitStatus status) {
     if (!status.ok() && run.output.find("Thread") == std::string::npos) {
       run.done(io_error("gdb ended with " + status.describe() + ": " + first_lines(run.output, 3)));
     } else {
-      run.done(std::move(run.output));
+      run.done(without_gdb_chatter(run.output));
     }
     return;
   }

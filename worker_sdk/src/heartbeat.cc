@@ -21,11 +21,16 @@ Heartbeat::Heartbeat() {
   fd_ = ::open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 }
 
-void Heartbeat::beat(std::optional<std::int64_t> step) {
+void Heartbeat::begin_step() { write_step(++step_); }
+
+void Heartbeat::beat() { write_step(step_.load()); }
+
+void Heartbeat::beat(std::int64_t step) { write_step(step); }
+
+void Heartbeat::write_step(std::int64_t step) {
   if (fd_ < 0) return;
   char line[24];
-  char* end = line;
-  if (step) end = std::to_chars(line, line + sizeof line - 1, *step).ptr;
+  char* end = std::to_chars(line, line + sizeof line - 1, step).ptr;
   *end++ = '\n';
   // One write of at most PIPE_BUF bytes to a FIFO is atomic: lines never interleave.
   ssize_t ignored = ::write(fd_, line, static_cast<std::size_t>(end - line));

@@ -232,8 +232,8 @@ void GradientReducer::gather_split_chunks(Bucket& bucket) {
 void GradientReducer::finalize() {
   std::lock_guard<std::mutex> lock(mutex_);
   in_backward_ = false;
-  // This rank's backward is done; it now waits for the others: one heartbeat per step.
-  Heartbeat::process().beat(++beats_);
+  // This rank's backward is done; it now waits for the others' gradients.
+  Heartbeat::process().beat();
   // Parameters that got no gradient on this rank contribute zeros.
   for (; next_bucket_ < buckets_.size(); ++next_bucket_) {
     Bucket& b = buckets_[next_bucket_];

@@ -3,7 +3,7 @@ heartbeats, stacks before the kill, the culprit in the root cause, restart or th
 exit code; torchrun's file timer served to PyTorch's own FileTimerClient; no false positives;
 bad input.
 
-usage: test_hangs.py DDPRUN [unittest args]
+usage: test_hangs.py DDPRUN [--sdk-example=PATH_TO_cifar10_train] [unittest args]
 """
 import os
 import signal
@@ -14,11 +14,13 @@ import time
 import unittest
 
 DDPRUN = None
+SDK_EXAMPLE = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 HANG = os.path.join(HERE, "hang_worker.py")
 TIMER = os.path.join(HERE, "timer_worker.py")
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
-from procs import OutputProcess, wait_for  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
+import netns  # noqa: E402
 
 HANG_EXIT = 124  # docs/hangs.md
 
@@ -119,6 +121,58 @@ class NoFalsePositiveTest(Base):
             self.assertIn("rank 1 done after 100 steps", p.stdout())
 
 
+class SdkHangTest(Base):
+    def test_the_cpp_sdk_beats_on_its_own_and_gdb_takes_the_stacks(self):
+        if SDK_EXAMPLE is None:
+            self.skipTest("the worker SDK is not built (no LibTorch): no cifar10_train")
+        p = self.start("job", ["--nproc-per-node", "2", "--no-python", "--hang-timeout", "4s",
+                               SDK_EXAMPLE, "--epochs", "1", "--synthetic-samples", "512",
+                               "--batch-size", "32", "--stall-rank", "1", "--stall-step", "3"])
+        self.assertEqual(p.wait(), HANG_EXIT, p.stderr())
+        err = p.stderr()
+        root = err.split("Root Cause (first observed failure):")[1]
+        self.assertIn("rank      : 1 (local_rank: 1)", root)
+        # DDP's forward beats step 4 on rank 0; rank 1 stalled before it.
+        self.assertIn("hung: rank 1 last beat at step 3", root)
+        self.assertIn("the other rank here reached step 4", root)
+        self.assertIn("taken with gdb", err)
+        self.assertIn("nanosleep", root)  # the head of the stalled rank's stack
+
+
+class NetnsHangTest(Base):
+    """Two nodes in network namespaces (c10d), one worker each; the stalled rank is on the
+    second node: both nodes print the same culprit and exit with the same code."""
+
+    def test_a_stall_on_one_node_stops_both_with_the_same_root_cause(self):
+        try:
+            hosts = netns.TwoHosts("dh", ["10.233.4.2", "10.233.4.3"])
+        except netns.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(hosts.remove)
+        port = free_port()
+        agents = []
+        for i, addr in enumerate(hosts.addrs):
+            argv = hosts.exec_prefix(i) + [
+                DDPRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "%s:%d" % (hosts.addrs[0], port), "--rdzv-id", "hang2",
+                "--rdzv-conf", "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=30",
+                "--local-addr", addr, "--hang-timeout", "3s", HANG]
+            env = dict(self.env, HANG_RANK="1", HANG_STEP="5", GLOO_SOCKET_IFNAME=netns.IFNAME)
+            p = OutputProcess(self.tmp.name, "node%d" % i, argv, env, timeout=90)
+            self.procs.append(p)
+            agents.append(p)
+        for p in agents:
+            self.assertEqual(p.wait(), HANG_EXIT, p.stderr())
+        tables = []
+        for p in agents:
+            root = p.stderr().split("Root Cause (first observed failure):")[1]
+            self.assertIn("rank      : 1 (local_rank: 0)", root)
+            self.assertIn("hung: rank 1 last beat at step 4", root)
+            self.assertIn("time.sleep(3600)", root)
+            tables.append(root.split("=" * 60)[0])
+        self.assertEqual(tables[0], tables[1])
+
+
 class BadInputTest(Base):
     def test_bad_durations_are_refused_with_one_line(self):
         for args in (["--hang-timeout", "0"], ["--hang-timeout", "-2s"],
@@ -141,5 +195,9 @@ class BadInputTest(Base):
 
 if __name__ == "__main__":
     DDPRUN = os.path.abspath(sys.argv.pop(1))
+    for arg in list(sys.argv[1:]):
+        if arg.startswith("--sdk-example="):
+            SDK_EXAMPLE = os.path.abspath(arg.split("=", 1)[1])
+            sys.argv.remove(arg)
     import testmain  # noqa: E402
     testmain.main()

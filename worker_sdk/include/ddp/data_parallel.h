@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "ddp/buffer_sync.h"
+#include "ddp/heartbeat.h"
 #include "ddp/process_group.h"
 #include "ddp/reducer.h"
 
@@ -50,6 +51,7 @@ class DistributedDataParallel {
 
   template <typename... Args>
   decltype(auto) forward(Args&&... args) {
+    Heartbeat::process().begin_step();  // progress for ddprun's hang detection
     if (options_.broadcast_buffers && group_->getSize() > 1) {
       auto buffers = module_->buffers();
       if (!buffers.empty()) buffer_sync_->sync(buffers);

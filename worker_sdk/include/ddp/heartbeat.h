@@ -4,18 +4,20 @@
 // that long is judged hung: the agent takes every worker's stack, names the rank that stalled
 // first and restarts or stops the job.
 //
-// DistributedDataParallel beats on its own once per training step, when this rank's backward
-// pass is done and it starts waiting for the others' gradients (GradientReducer), with the
-// count of such steps: a rank that stalls before its backward stays a step behind the others.
-// Code outside DDP may call beat() itself.
+// DistributedDataParallel beats on its own: when a training step's forward pass begins
+// (begin_step(): the step count goes up) and again when this rank's backward pass is done and
+// it starts waiting for the others' gradients (beat()). A rank that stalls before its forward
+// stays a step behind the others; one that stalls inside its step beats that step's number
+// last, and earlier than the ranks that reached its gradient exchange. Code outside DDP may
+// call begin_step()/beat() itself.
 //
 // Cost: one non-blocking write(2) of a few bytes per beat; a beat that would block (the agent
 // is not reading) is dropped. Without the variable (not under ddprun) beat() does nothing.
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <optional>
 
 namespace ddp {
 
@@ -23,8 +25,13 @@ class Heartbeat {
  public:
   // The process's heartbeat, opened from DDPRUN_HEARTBEAT_FILE on first use.
   static Heartbeat& process();
-  // One beat, with the step number when given.
-  void beat(std::optional<std::int64_t> step = std::nullopt);
+  // A new step begins: the step count goes up by one and is beaten.
+  void begin_step();
+  // One beat with the current step count.
+  void beat();
+  // One beat with a step number of the caller's own.
+  void beat(std::int64_t step);
+  std::int64_t step() const { return step_.load(); }
   bool enabled() const { return fd_ >= 0; }
 
   Heartbeat(const Heartbeat&) = delete;
@@ -32,7 +39,9 @@ class Heartbeat {
 
  private:
   Heartbeat();
+  void write_step(std::int64_t step);
   int fd_ = -1;
+  std::atomic<std::int64_t> step_{0};
 };
 
 }  // namespace ddp

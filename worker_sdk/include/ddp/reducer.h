@@ -117,7 +117,6 @@ class GradientReducer {
   bool in_backward_ = false;
   std::size_t next_bucket_ = 0;
   std::int64_t reductions_ = 0;
-  std::int64_t beats_ = 0;  // synchronized backward passes: the heartbeat's step number
   std::size_t sent_bytes_per_step_ = 0;
 };
 
