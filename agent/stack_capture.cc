@@ -15,7 +15,7 @@ namespace ddp::agent {
 
 namespace {
 using namespace std::chrono_literals;
-constexpr auto kQuiet = 100ms;     // a dump is complete this long after its last byte
+constexpr auto kQuiet = 25ms;  // a dump ending in '\n' is complete this long after its last byte
 constexpr auto kPythonLimit = 3s;  // a worker that writes nothing by then gets a note
 }  // namespace
 
@@ -117,7 +117,10 @@ void StackCapture::python_bytes(int local_rank, std::string_view bytes) {
   received_[local_rank].append(bytes);
   auto p = pending_;
   if (!p || !p->timers.contains(local_rank) || !p->offsets.contains(local_rank)) return;
-  // A dump is arriving: complete once the channel has been quiet for kQuiet.
+  // A dump is arriving: complete once it ends a line and the channel has been quiet for
+  // kQuiet (faulthandler writes a frame line in several pieces; a worker descheduled inside
+  // one leaves a partial line, and the 3 s limit stays armed meanwhile).
+  if (received_[local_rank].back() != '\n') return;
   auto& timer = p->timers[local_rank];
   timer->expires_after(kQuiet);
   timer->async_wait([this, p, local_rank,

@@ -3,8 +3,9 @@
 //    startup hook (python_stack_hook.h) that registers faulthandler for DDPRUN_STACK_SIGNAL; the
 //    agent sends that signal and faulthandler writes every thread's traceback into the channel
 //    from the signal handler, even while the worker is blocked in native code. The dump has no
-//    end marker, so a dump is taken as complete 100 ms after its last byte (it is written in one
-//    burst by the handler); a worker that writes nothing within 3 s gets a note instead.
+//    end marker, so a dump is taken as complete 25 ms after its last byte when that byte ends a
+//    line (the handler writes it in one burst); a worker that writes nothing within 3 s gets a
+//    note instead.
 //  - Native workers: `gdb -batch -p PID -ex "thread apply all bt"` through `run_gdb`, where gdb
 //    is installed (else a note saying no stack could be taken); its exit ends the capture.
 //
