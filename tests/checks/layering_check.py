@@ -21,7 +21,8 @@ with sources in its folder. A violation prints one line:
   <file>: includes "<header>" of <owner>, but <target> does not link <owner>
 A header in the root of a library is public: what it includes must reach the library's users,
 so the library must link the owner PUBLIC (or INTERFACE):
-  <file>: includes "<header>" of <owner>, but <target> links <owner> PRIVATE (its header needs PUBLIC)
+  <file>: includes "<header>" of <owner>, but <target> links <owner> PRIVATE
+          (its header needs PUBLIC)
 Either way the exit status is 1.
 """
 import os
