@@ -45,6 +45,7 @@ class Target:
 
 def read_table(path):
     targets, project, excludes, current = {}, None, [], None
+    pending = ""  # a generator expression that a CMake list split over several entries
     base = os.path.dirname(os.path.abspath(path))
     with open(path) as f:
         for line in f:
@@ -64,9 +65,12 @@ def read_table(path):
                 prefix, _, folder = value.partition("=")
                 current.roots.append((prefix, folder))
             elif key in ("link", "interface"):
-                dep = usable_dep(value)
-                if dep:
+                pending = pending + ";" + value if pending else value
+                if pending.count("$<") > pending.count(">"):
+                    continue  # $<BUILD_INTERFACE:a;b> arrives as two entries
+                for dep in usable_deps(pending):
                     (current.links if key == "link" else current.interface).append(dep)
+                pending = ""
             elif key == "source":
                 current.sources.append(os.path.normpath(value))
             else:
@@ -76,15 +80,15 @@ def read_table(path):
     return project, excludes, targets
 
 
-def usable_dep(entry):
-    """The target whose headers a link entry gives, or None. $<BUILD_INTERFACE:x> is x;
+def usable_deps(entry):
+    """The targets whose headers a link entry gives. $<BUILD_INTERFACE:x;y> is x and y;
     $<LINK_ONLY:x> (a static library's PRIVATE link) and $<INSTALL_INTERFACE:x> give none."""
     m = re.fullmatch(r"\$<BUILD_INTERFACE:(.*)>", entry)
     if m:
-        entry = m.group(1)
-    if entry.startswith("$<") or entry.startswith("::@"):
-        return None
-    return entry
+        return [d for d in m.group(1).split(";") if not d.startswith(("$<", "::@"))]
+    if entry.startswith(("$<", "::@")):
+        return []
+    return [entry]
 
 
 def usage(targets, name, memo, stack=()):
