@@ -1,0 +1,4 @@
+// Layering fixture: the bottom layer.
+#pragma once
+
+int lower();

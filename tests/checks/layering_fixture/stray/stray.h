@@ -1,0 +1,2 @@
+// Layering fixture: a header in no target.
+#pragma once

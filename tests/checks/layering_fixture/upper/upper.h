@@ -1,0 +1,6 @@
+// Layering fixture: links middle PUBLIC.
+#pragma once
+
+#include "middle/middle.h"
+
+int upper();
