@@ -18,6 +18,26 @@ bool runs_python(const std::vector<std::string>& argv) {
 
 int stack_signal() { return SIGRTMIN + 3; }
 
+// The FIFOs live in memory where the machine offers it: $XDG_RUNTIME_DIR, else /dev/shm (a
+// FIFO on a journaled disk file system costs several times more to create), else $TMPDIR.
+Result<std::filesystem::path> make_runtime_dir() {
+  std::vector<std::string> bases;
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (runtime != nullptr && *runtime != '\0') bases.emplace_back(runtime);
+  bases.emplace_back("/dev/shm");
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp != nullptr && *tmp != '\0') bases.emplace_back(tmp);
+  bases.emplace_back("/tmp");
+  std::string last_error;
+  for (const auto& base : bases) {
+    std::string pattern = base + "/ddprun-XXXXXX";
+    if (::mkdtemp(pattern.data()) != nullptr) return std::filesystem::path(pattern);
+    last_error = pattern + ": " + std::strerror(errno);
+  }
+  return io_error("cannot create a runtime directory (" + last_error +
+                  "); set TMPDIR to a writable directory");
+}
+
 }  // namespace
 
 WorkerWatch::WorkerWatch(boost::asio::io_context& io, const AgentConfig& config,
@@ -41,13 +61,9 @@ WorkerWatch::~WorkerWatch() {
 }
 
 Status WorkerWatch::start(EnvMap& base_env) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/ddprun-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return io_error("cannot create a runtime directory " + pattern + ": " + std::strerror(errno));
-  }
-  runtime_dir_ = pattern;
+  auto dir = make_runtime_dir();
+  if (!dir) return dir.status();
+  runtime_dir_ = std::move(dir).value();
   auto timer_enabled = base_env.find("TORCHELASTIC_ENABLE_FILE_TIMER");
   const bool timer = timer_enabled != base_env.end() && timer_enabled->second == "1";
   stacks_ = config_.hang_timeout.count() > 0 || timer;

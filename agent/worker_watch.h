@@ -5,7 +5,8 @@
 //    TORCHELASTIC_TIMER_FILE or a fresh path exported to the workers;
 //  - their stacks on demand (stack_capture.h): with hang detection or the file timer, Python
 //    workers get the faulthandler hook (python_stack_hook.h) and a stack channel.
-// The FIFOs and the hook live in a private runtime directory under $TMPDIR, removed at the end.
+// The FIFOs and the hook live in a private runtime directory ($XDG_RUNTIME_DIR, /dev/shm or
+// $TMPDIR), removed at the end.
 //
 // Threading: the agent's io_context thread; on_hung runs there.
 #pragma once
