@@ -14,6 +14,8 @@
 
 #include "agent/agent_machine.h"
 #include "agent/clock.h"
+#include "agent/etcd_backend.h"
+#include "agent/etcd_settings.h"
 #include "agent/job_report.h"
 #include "agent/local_backend.h"
 #include "agent/native_backend.h"
@@ -93,6 +95,20 @@ Result<std::unique_ptr<RendezvousBackend>> native_backend(asio::io_context& io,
   return std::unique_ptr<RendezvousBackend>(std::move(backend));
 }
 
+// One node of an etcd job (docs/etcd.md).
+Result<std::unique_ptr<RendezvousBackend>> etcd_backend(asio::io_context& io,
+                                                        const AgentConfig& config, RunSetup& setup,
+                                                        EtcdSettings settings,
+                                                        proc::DeathWatch& death_watch) {
+  auto backend = std::make_unique<EtcdBackend>(io, config, setup, std::move(settings));
+  const std::string mark = backend->advertised_addr() + ":" + std::to_string(::getpid());
+  setup.base_env[kAgentVariable] = mark;
+  death_watch.add_environment_mark(std::string(kAgentVariable) + "=" + mark);
+  death_watch.add_environment_mark("TORCHELASTIC_RUN_ID=" + setup.group.run_id);
+  if (Status s = backend->start(); !s) return s;
+  return std::unique_ptr<RendezvousBackend>(std::move(backend));
+}
+
 // Runs the policy over the mechanisms until the job is over for this node.
 int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
           proc::DeathWatch& death_watch, RendezvousBackend& backend, JobReport& report) {
@@ -137,7 +153,15 @@ int run(const AgentConfig& config) {
   asio::io_context io;
   Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
   std::unique_ptr<JobReport> report;
-  if (is_multinode(config)) {
+  if (is_etcd_backend(config.rdzv_backend) && !config.standalone) {
+    auto settings = etcd_settings(config);
+    if (!settings) {  // bad input: one line, exit 2, as the launcher reports it
+      std::fprintf(stderr, "ddprun: error: %s\n", settings.status().message().c_str());
+      return 2;
+    }
+    backend = etcd_backend(io, config, *setup, std::move(settings).value(), **death_watch);
+    report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
+  } else if (is_multinode(config)) {
     auto rdzv = rdzv_settings(config);
     if (!rdzv) {  // bad multi-node input: one line, exit 2, as the launcher reports it
       std::fprintf(stderr, "ddprun: error: %s\n", rdzv.status().message().c_str());

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <optional>
 
 namespace ddp::etcd {
 namespace {
@@ -132,6 +136,13 @@ Json op_range(const std::string& key, const std::string& range_end) {
   return {{"request_range", std::move(r)}};
 }
 
+Txn put_if_absent(const std::string& key, const std::string& value, std::int64_t lease) {
+  Txn txn;
+  txn.compare.push_back(compare_create_revision(key, 0));
+  txn.success.push_back(op_put(key, value, lease));
+  return txn;
+}
+
 Client::Client(asio::any_io_executor ex, ClientOptions options)
     : ex_(std::move(ex)), options_(std::move(options)) {}
 
@@ -208,6 +219,19 @@ asio::awaitable<Result<std::chrono::seconds>> Client::keep_alive(std::int64_t le
 asio::awaitable<Status> Client::revoke(std::int64_t lease) {
   auto j = co_await call("/v3/lease/revoke", id_body(lease));
   co_return j.status();
+}
+
+Result<Json> call_blocking(const ClientOptions& options, const std::string& path,
+                           const Json& body) {
+  asio::io_context io;
+  Client client(io.get_executor(), options);
+  std::optional<Result<Json>> out;
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { out.emplace(co_await client.call(path, body)); },
+      asio::detached);
+  io.run();
+  if (!out) return internal_error("etcd call " + path + " did not complete");
+  return std::move(*out);
 }
 
 }  // namespace ddp::etcd

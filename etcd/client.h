@@ -49,6 +49,9 @@ struct Txn {
   std::vector<Json> success;
   std::vector<Json> failure;
 };
+// Creates `key` only if it does not exist (create_revision == 0); fails otherwise.
+Txn put_if_absent(const std::string& key, const std::string& value, std::int64_t lease = 0);
+
 struct TxnResult {
   bool succeeded = false;  // omitted by the gateway when false
   std::int64_t revision = 0;
@@ -92,5 +95,10 @@ class Client {
   ClientOptions options_;
   std::size_t current_ = 0;
 };
+
+// One call() on a private io_context, blocking the calling thread until it answers or
+// options.request_timeout passed: for the last words of a process whose own io_context has
+// stopped (revoking a lease at exit).
+Result<Json> call_blocking(const ClientOptions& options, const std::string& path, const Json& body);
 
 }  // namespace ddp::etcd
