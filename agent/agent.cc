@@ -77,30 +77,17 @@ Result<std::unique_ptr<RendezvousBackend>> local_backend(asio::io_context& io,
   return std::unique_ptr<RendezvousBackend>(std::move(backend).value());
 }
 
-// One node of a multi-node job (c10d or static).
-Result<std::unique_ptr<RendezvousBackend>> native_backend(asio::io_context& io,
-                                                          const AgentConfig& config,
-                                                          RunSetup& setup, RdzvSettings rdzv,
-                                                          proc::DeathWatch& death_watch) {
-  auto backend = std::make_unique<NativeBackend>(io, config, setup, std::move(rdzv));
+// One node of a multi-node job: c10d or static (NativeBackend), or etcd (EtcdBackend).
+template <typename Backend, typename Settings>
+Result<std::unique_ptr<RendezvousBackend>> multinode_backend(asio::io_context& io,
+                                                             const AgentConfig& config,
+                                                             RunSetup& setup, Settings settings,
+                                                             proc::DeathWatch& death_watch) {
+  auto backend = std::make_unique<Backend>(io, config, setup, std::move(settings));
   // The death watch's environment match must reach this agent's workers only: other jobs
   // may share the run id (static jobs default to "none") and other agents of this job on
   // the same machine share it too. So the agent's own mark goes in with the run id, before
   // anything can fail (the watcher kills by the marks when this agent exits).
-  const std::string mark = backend->advertised_addr() + ":" + std::to_string(::getpid());
-  setup.base_env[kAgentVariable] = mark;
-  death_watch.add_environment_mark(std::string(kAgentVariable) + "=" + mark);
-  death_watch.add_environment_mark("TORCHELASTIC_RUN_ID=" + setup.group.run_id);
-  if (Status s = backend->start(); !s) return s;
-  return std::unique_ptr<RendezvousBackend>(std::move(backend));
-}
-
-// One node of an etcd job (docs/etcd.md).
-Result<std::unique_ptr<RendezvousBackend>> etcd_backend(asio::io_context& io,
-                                                        const AgentConfig& config, RunSetup& setup,
-                                                        EtcdSettings settings,
-                                                        proc::DeathWatch& death_watch) {
-  auto backend = std::make_unique<EtcdBackend>(io, config, setup, std::move(settings));
   const std::string mark = backend->advertised_addr() + ":" + std::to_string(::getpid());
   setup.base_env[kAgentVariable] = mark;
   death_watch.add_environment_mark(std::string(kAgentVariable) + "=" + mark);
@@ -159,7 +146,8 @@ int run(const AgentConfig& config) {
       std::fprintf(stderr, "ddprun: error: %s\n", settings.status().message().c_str());
       return 2;
     }
-    backend = etcd_backend(io, config, *setup, std::move(settings).value(), **death_watch);
+    backend = multinode_backend<EtcdBackend>(io, config, *setup, std::move(settings).value(),
+                                             **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
   } else if (is_multinode(config)) {
     auto rdzv = rdzv_settings(config);
@@ -167,7 +155,8 @@ int run(const AgentConfig& config) {
       std::fprintf(stderr, "ddprun: error: %s\n", rdzv.status().message().c_str());
       return 2;
     }
-    backend = native_backend(io, config, *setup, std::move(rdzv).value(), **death_watch);
+    backend = multinode_backend<NativeBackend>(io, config, *setup, std::move(rdzv).value(),
+                                               **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
   } else {
     backend = local_backend(io, config, *setup, **death_watch);

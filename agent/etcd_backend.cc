@@ -244,15 +244,7 @@ void EtcdBackend::on_round(const membership::RoundComplete& r) {
 }
 
 void EtcdBackend::deliver_round(const membership::RoundComplete& r) {
-  Round round;
-  round.round = r.round;
-  round.restart_count = static_cast<int>(r.restart_count);
-  round.group_rank = static_cast<int>(r.group_rank);
-  round.group_world_size = static_cast<int>(r.group_world_size);
-  round.rank_offset = static_cast<int>(r.rank_offset);
-  round.world_size = static_cast<int>(r.world_size);
-  round.store_addr = r.store_addr;
-  round.store_port = r.store_port;
+  Round round = round_of(r);
   spdlog::info("round {}: group rank {} of {}, ranks {}..{} of {}, restart {}, worker store {}:{}",
                r.round, r.group_rank, r.group_world_size, r.rank_offset,
                r.rank_offset + r.local_world_size - 1, r.world_size, r.restart_count,

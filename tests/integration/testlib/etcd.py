@@ -46,20 +46,23 @@ class Cluster:
             for i in range(members):
                 client = "http://127.0.0.1:%d" % self.client_ports[i]
                 peer = "http://127.0.0.1:%d" % peer_ports[i]
-                log = open(os.path.join(self.dir, "m%d.log" % i), "wb")
-                self.procs.append(subprocess.Popen(
+                with open(os.path.join(self.dir, "m%d.log" % i), "wb") as log:
+                    self.procs.append(self._spawn(
                     [ETCD, "--name=m%d" % i,
                      "--data-dir=%s/m%d-%d" % (self.dir, i, attempt),
                      "--listen-client-urls=" + client, "--advertise-client-urls=" + client,
                      "--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
                      "--initial-cluster=" + initial, "--initial-cluster-state=new",
-                     "--heartbeat-interval=50", "--election-timeout=500", *extra_args],
-                    stdout=log, stderr=log, stdin=subprocess.DEVNULL))
+                        "--heartbeat-interval=50", "--election-timeout=500", *extra_args], log))
             if poll_until(lambda: self._healthy() or self._any_exited(), ready_s) \
                     and not self._any_exited():
                 return
             self._kill_all()
         raise RuntimeError("etcd did not start; logs in " + self.dir)
+
+    @staticmethod
+    def _spawn(argv, log):
+        return subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
 
     def _any_exited(self):
         return any(p.poll() is not None for p in self.procs)

@@ -1,0 +1,289 @@
+"""The etcd rendezvous backend (--rdzv-backend etcd) with real etcd processes and real ddprun
+agents on this machine, each advertising its own loopback address. Skipped (exit 77) where
+etcd is not installed. Usage:
+    test_etcd.py DDPRUN [TestClass]
+"""
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
+import etcd  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
+
+DDPRUN = None
+WORKER = os.path.join(HERE, "..", "multinode", "worker.sh")
+FAST_CONF = "last_call_timeout=0.2,join_timeout=20,lease_ttl=2"
+
+
+class Agent(OutputProcess):
+    def __init__(self, tmp, name, args, env):
+        super().__init__(tmp, name, args, env, timeout=40)
+
+
+class EtcdCase(unittest.TestCase):
+    MEMBERS = 1
+    A, B, C = "127.0.0.2", "127.0.0.3", "127.0.0.4"
+
+    def setUp(self):
+        try:
+            self.etcd = etcd.Cluster(self.MEMBERS)
+        except etcd.Unavailable as e:
+            self.skipTest(str(e))
+        self.tmpdir = tempfile.TemporaryDirectory()
+        self.tmp = self.tmpdir.name
+        self.marks = os.path.join(self.tmp, "marks")
+        os.mkdir(self.marks)
+        self.agents = []
+
+    def tearDown(self):
+        for a in self.agents:
+            a.kill()
+        self.etcd.stop()
+        self.tmpdir.cleanup()
+
+    def start(self, name, addr, nproc, mode, nnodes="2", extra=(), env_extra=None,
+              conf=FAST_CONF, endpoints=None, run_id=None, backend="etcd"):
+        env = dict(os.environ, MODE=mode, MARK_DIR=self.marks)
+        env.update(env_extra or {})
+        args = [DDPRUN, "--nnodes", nnodes, "--nproc-per-node", str(nproc),
+                "--rdzv-backend", backend,
+                "--rdzv-endpoint", endpoints or self.etcd.endpoints(),
+                "--rdzv-id", run_id or "job-" + self.id().split(".")[-1],
+                "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5",
+                *extra, "--no-python", WORKER]
+        agent = Agent(self.tmp, name, args, env)
+        self.agents.append(agent)
+        return agent
+
+    def started(self):
+        return [n for n in os.listdir(self.marks) if n.startswith("started.")]
+
+    @staticmethod
+    def env_lines(text):
+        rows = []
+        for line in text.splitlines():
+            m = re.search(r"ENV (.*)", line)
+            if m:
+                rows.append(dict(kv.split("=", 1) for kv in m.group(1).split()))
+        return rows
+
+    def root_cause(self, text):
+        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
+        self.assertIsNotNone(m, text)
+        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
+
+
+class EtcdRanksTest(EtcdCase):
+    def check_world(self, nprocs, backend="etcd"):
+        a = self.start("a", self.A, nprocs[0], "ok", backend=backend)
+        b = self.start("b", self.B, nprocs[1], "ok", backend=backend)
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        world = sum(nprocs)
+        self.assertEqual(sorted(int(r["RANK"]) for r in rows), list(range(world)))
+        self.assertEqual({r["WORLD_SIZE"] for r in rows}, {str(world)})
+        self.assertEqual({r["GROUP_WORLD_SIZE"] for r in rows}, {"2"})
+        self.assertEqual({r["RC"] for r in rows}, {"0"})
+        self.assertEqual(len({r["MASTER"] for r in rows}), 1)
+        by_group = {}
+        for r in rows:
+            by_group.setdefault(r["GROUP_RANK"], []).append(r)
+        self.assertEqual(sorted(by_group), ["0", "1"])
+        for r in by_group["1"]:  # global rank = the node's offset + local rank
+            self.assertEqual(int(r["RANK"]), len(by_group["0"]) + int(r["LOCAL_RANK"]))
+        # The workers' store is group rank 0's agent.
+        zero = a if any(r["GROUP_RANK"] == "0" for r in self.env_lines(a.stdout())) else b
+        master = rows[0]["MASTER"].split(":")[0]
+        self.assertEqual(master, self.A if zero is a else self.B)
+        # Every key of the job but its record of the end went with the agents' leases.
+        prefix = "/ddprun/job-%s/" % self.id().split(".")[-1]
+        self.assertEqual(sorted(self.etcd.keys(prefix)), [prefix + "finished", prefix + "state"])
+
+    def test_two_by_two(self):
+        self.check_world([2, 2])
+
+    def test_different_worker_counts_and_the_v2_spelling(self):
+        self.check_world([2, 1], backend="etcd-v2")
+
+    def test_a_finished_run_id_is_refused(self):
+        a = self.start("a", self.A, 1, "ok", nnodes="1")
+        self.assertEqual(a.wait(), 0, a.stderr())
+        late = self.start("late", self.B, 1, "ok", nnodes="1")
+        self.assertEqual(late.wait(), 1, late.stderr())
+        self.assertIn("finished", late.stderr())
+        self.assertIn("different --rdzv-id", late.stderr())
+        self.assertEqual(self.started(), ["started.0.0.0"])
+
+
+class EtcdFailureTest(EtcdCase):
+    def test_failure_on_one_node_stops_the_other_within_1s(self):
+        a = self.start("a", self.A, 2, "fail_b")
+        b = self.start("b", self.B, 2, "fail_b")
+        code_a, code_b = a.wait(), b.wait()
+        self.assertEqual(code_a, 3, a.stderr())
+        self.assertEqual(code_b, 3, b.stderr())
+        with open(os.path.join(self.marks, "failed")) as f:
+            failed = float(f.read())
+        stopped = []
+        for name in os.listdir(self.marks):
+            if name.startswith("stopped.0."):
+                with open(os.path.join(self.marks, name)) as f:
+                    stopped.append(float(f.read()))
+        self.assertEqual(len(stopped), 2, os.listdir(self.marks))
+        latency = max(stopped) - failed
+        print("cross-node teardown through etcd: %.1f ms" % (latency * 1000), file=sys.stderr)
+        self.assertLess(latency, 1.0)
+        ra, rb = self.root_cause(a.stderr()), self.root_cause(b.stderr())
+        self.assertEqual(ra, rb)
+        self.assertRegex(ra, r"rank\s*:\s*2 \(local_rank: 0\)")
+
+    def test_restart_is_job_global(self):
+        a = self.start("a", self.A, 2, "fail_b", extra=["--max-restarts", "1"])
+        b = self.start("b", self.B, 2, "fail_b", extra=["--max-restarts", "1"])
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        self.assertEqual(len([r for r in rows if r["RC"] == "0"]), 4)
+        second = [r for r in rows if r["RC"] == "1"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in second), [0, 1, 2, 3])
+
+
+class EtcdElasticTest(EtcdCase):
+    CONF = "last_call_timeout=30,join_timeout=20,lease_ttl=2"
+
+    def start_pair(self, run_id=None):
+        env = {"SMALL": "2"}
+        a = self.start("a", self.A, 2, "wait_big", nnodes="1:2", env_extra=env, conf=self.CONF,
+                       run_id=run_id)
+        wait_for(lambda: "coordinating job" in a.stderr(), 10, "a coordinating")
+        b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", env_extra=env, conf=self.CONF,
+                       run_id=run_id)
+        wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
+        return a, b
+
+    def restarted_after(self, t0):
+        """Seconds from t0 (time.time()) to the last worker start (workers touch their mark)."""
+        return max(os.stat(os.path.join(self.marks, n)).st_mtime for n in self.started()) - t0
+
+    def check_survivor(self, agent):
+        self.assertEqual(agent.wait(), 0, agent.stderr())
+        last = [r for r in self.env_lines(agent.stdout()) if r["WORLD_SIZE"] == "2"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1], agent.stdout())
+        self.assertEqual({r["RC"] for r in last}, {"0"})  # a departure uses no restart
+        self.assertEqual({r["GROUP_WORLD_SIZE"] for r in last}, {"1"})
+
+    def test_sigkill_of_either_agent_lease_expires_and_the_other_goes_on(self):
+        for victim in ("b", "a"):  # b: a plain node; a: the coordinator (it started first)
+            with self.subTest(victim=victim):
+                for n in os.listdir(self.marks):
+                    os.remove(os.path.join(self.marks, n))
+                a, b = self.start_pair(run_id="sigkill-" + victim)
+                dead, survivor = (b, a) if victim == "b" else (a, b)
+                start = time.time()
+                dead.proc.send_signal(signal.SIGKILL)
+                dead.wait()
+                self.check_survivor(survivor)
+                took = self.restarted_after(start)
+                print("SIGKILL of %s -> survivor's workers running again: %.2f s" % (victim, took),
+                      file=sys.stderr)
+                self.assertLess(took, 2 + 1.5)  # lease TTL + 1 s (+ the workers' start)
+                if victim == "a":  # b took over the coordination from etcd's record
+                    self.assertIn("resuming at round 2", survivor.stderr())
+                self.agents.clear()
+
+    def test_sigterm_leaves_at_once(self):
+        a, b = self.start_pair()
+        start = time.time()
+        b.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(b.wait(), 128 + signal.SIGTERM, b.stderr())
+        self.check_survivor(a)
+        self.assertLess(self.restarted_after(start), 1.5)  # revoked, not expired
+        self.assertIn("left", a.stderr())
+
+    def test_scale_up_while_running_does_not_use_a_restart(self):
+        env = {"SMALL": "2"}
+        conf = "last_call_timeout=0.1,join_timeout=20,lease_ttl=2"
+        a = self.start("a", self.A, 2, "wait_small", nnodes="1:2", env_extra=env, conf=conf)
+        wait_for(lambda: len(self.started()) == 2, 20, "round 1 with node a alone")
+        b = self.start("b", self.B, 2, "wait_small", nnodes="1:2", env_extra=env, conf=conf)
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        big = [r for r in rows if r["WORLD_SIZE"] == "4"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in big), [0, 1, 2, 3])
+        self.assertEqual({r["RC"] for r in rows}, {"0"})
+        self.assertEqual({r["MASTER"] for r in big},
+                         {r["MASTER"] for r in self.env_lines(a.stdout())})
+
+
+class EtcdFaultTest(EtcdCase):
+    def test_etcd_unreachable_at_start(self):
+        dead = "127.0.0.1:%d,127.0.0.1:%d" % (free_port(), free_port())
+        start = time.monotonic()
+        a = self.start("a", self.A, 1, "ok", endpoints=dead,
+                       conf="join_timeout=3,read_timeout=60")
+        self.assertEqual(a.wait(), 1, a.stderr())
+        self.assertLess(time.monotonic() - start, 6)  # the join timeout caps read_timeout
+        self.assertIn("cannot reach etcd (%s)" % dead.replace(",", ", "), a.stderr())
+        self.assertEqual(self.started(), [])
+
+    def test_etcd_lost_mid_job_stops_the_workers_after_the_lease(self):
+        a = self.start("a", self.A, 1, "wait_big", nnodes="1", env_extra={"SMALL": "0"})
+        wait_for(lambda: len(self.started()) == 1, 20, "the worker")
+        start = time.monotonic()
+        self.etcd.kill(0)
+        self.assertEqual(a.wait(), 1, a.stderr())
+        took = time.monotonic() - start
+        self.assertGreater(took, 1.0)  # the workers outlive short outages ...
+        self.assertLess(took, 2 + 3)   # ... and stop once the lease (2 s) could not be renewed
+        self.assertIn("lost etcd", a.stderr())
+        self.assertTrue([n for n in os.listdir(self.marks) if n.startswith("stopped.")])
+
+    def test_bad_input(self):
+        cases = [
+            ("lease_ttl=0", "lease_ttl"),
+            ("protocol=gopher", "protocol"),
+            ("cacert=/x", "protocol=https"),
+            ("is_host=1", "is_host"),
+            ("flavour=mild", "unknown key"),
+        ]
+        for conf, fragment in cases:
+            with self.subTest(conf=conf):
+                a = self.start("bad", self.A, 1, "ok", conf=conf)
+                self.assertEqual(a.wait(), 2, a.stderr())
+                self.assertIn(fragment, a.stderr())
+        a = self.start("bad", self.A, 1, "ok", endpoints="h1,,h2")
+        self.assertEqual(a.wait(), 2, a.stderr())
+        self.assertIn("empty entry", a.stderr())
+
+
+class EtcdClusterTest(EtcdCase):
+    MEMBERS = 3
+
+    def test_leader_killed_mid_job_the_job_goes_on(self):
+        env = {"SMALL": "0"}  # wait_big: wait for SIGTERM, then exit 0 when told to stop
+        a = self.start("a", self.A, 1, "fail_b", extra=["--max-restarts", "1"])
+        b = self.start("b", self.B, 1, "fail_b", extra=["--max-restarts", "1"])
+        wait_for(lambda: len(self.started()) == 2, 20, "round 1")
+        leader = self.etcd.leader()
+        self.assertIsNotNone(leader)
+        self.etcd.kill(leader)
+        # fail_b: group rank 1 fails 0.3 s in, after the leader died; the job restarts once
+        # through the remaining quorum and then succeeds.
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        self.assertEqual(sorted(r["RC"] for r in rows), ["0", "0", "1", "1"])
+
+
+if __name__ == "__main__":
+    DDPRUN = sys.argv[1]
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + sys.argv[2:])
