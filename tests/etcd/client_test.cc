@@ -162,7 +162,8 @@ TEST_CASE("a watch from a revision sees every change after it, in order, once", 
   CHECK(seen.size() == 54);  // nothing after cancel()
 }
 
-TEST_CASE("calls fail over to the next endpoint; all down names them all", "[client]") {
+TEST_CASE("calls fail over to the next endpoint, and with all down the error names them all",
+          "[client]") {
   EtcdCluster cluster;
   boost::asio::io_context io;
   const Endpoint dead{"127.0.0.1", static_cast<std::uint16_t>(ddp::testing::free_port())};
