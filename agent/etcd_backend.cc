@@ -18,13 +18,18 @@ namespace asio = boost::asio;
 namespace membership = rendezvous::membership;
 using namespace std::chrono_literals;
 
+etcd::Transport transport(const EtcdSettings& s) {
+  return {.tls = s.tls, .cacert = s.cacert, .cert = s.cert, .key = s.key};
+}
+
 etcd::ClientOptions call_options(const EtcdSettings& s) {
   // The first calls wait for etcd for read_timeout, but never past the join timeout.
   auto budget =
       std::min<std::chrono::milliseconds>(s.rdzv.connect_timeout, s.rdzv.config.join_timeout);
   return {.endpoints = s.endpoints,
           .request_timeout = std::max<std::chrono::milliseconds>(budget, 1s),
-          .attempt_timeout = 2s};
+          .attempt_timeout = 2s,
+          .transport = transport(s)};
 }
 
 etcd::ClientOptions keep_alive_options(const EtcdSettings& s) {
@@ -32,7 +37,8 @@ etcd::ClientOptions keep_alive_options(const EtcdSettings& s) {
   return {.endpoints = s.endpoints,
           .request_timeout = std::max<std::chrono::milliseconds>(third, 300ms),
           .attempt_timeout = std::min<std::chrono::milliseconds>(
-              std::max<std::chrono::milliseconds>(third, 300ms), 1s)};
+              std::max<std::chrono::milliseconds>(third, 300ms), 1s),
+          .transport = transport(s)};
 }
 
 std::string finished_text(const membership::JobFinished& f) {
@@ -108,7 +114,8 @@ asio::awaitable<void> EtcdBackend::run_join() {
        .range_end = etcd::prefix_end(keys_.events(node_key_)),
        .start_revision = mine->revision + 1,
        .reconnect_for = reconnect,
-       .attempt_timeout = 2s},
+       .attempt_timeout = 2s,
+       .transport = transport(settings_)},
       [this](std::vector<etcd::WatchEvent> events) { on_events(events); },
       [this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); });
   coordinator_watch_ = etcd::Watch::start(
@@ -117,7 +124,8 @@ asio::awaitable<void> EtcdBackend::run_join() {
        .range_end = {},
        .start_revision = mine->revision + 1,
        .reconnect_for = reconnect,
-       .attempt_timeout = 2s},
+       .attempt_timeout = 2s,
+       .transport = transport(settings_)},
       [this](std::vector<etcd::WatchEvent> events) { on_coordinator_change(events); },
       [this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); });
   co_await campaign();

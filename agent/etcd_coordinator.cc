@@ -132,7 +132,8 @@ asio::awaitable<Status> EtcdCoordinator::take_over() {
        .range_end = to,
        .start_revision = present->revision + 1,
        .reconnect_for = client_.options().request_timeout,
-       .attempt_timeout = client_.options().attempt_timeout},
+       .attempt_timeout = client_.options().attempt_timeout,
+       .transport = client_.options().transport},
       [this](std::vector<etcd::WatchEvent> events) { on_watch(std::move(events)); },
       [this](Status why) { fatal(why); });
   co_return Status::ok();

@@ -56,10 +56,10 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
     return invalid_argument(
         "--rdzv-conf cacert/cert/key are for TLS; add protocol=https (or drop them)");
   }
-  if (s.tls) {
+  if (s.cert.empty() != s.key.empty()) {
     return invalid_argument(
-        "--rdzv-conf protocol=https: TLS to etcd is not implemented yet in this build; use "
-        "http on a trusted network");
+        "--rdzv-conf cert and key go together (the client certificate and "
+        "its private key); give both or neither");
   }
   auto rdzv = rdzv_settings(shared);
   if (!rdzv) {

@@ -164,7 +164,8 @@ asio::awaitable<Result<Json>> Client::call(std::string path, Json body) {
     const std::size_t index = current_;
     const auto deadline =
         std::min(overall, std::chrono::steady_clock::now() + options_.attempt_timeout);
-    auto answer = co_await post_json(options_.endpoints[index], path, body, deadline);
+    auto answer =
+        co_await post_json(options_.endpoints[index], path, body, deadline, options_.transport);
     if (answer || !retryable(answer.status())) co_return answer;
     last = answer.status();
     if (current_ == index) current_ = (index + 1) % options_.endpoints.size();

@@ -29,6 +29,7 @@ struct ClientOptions {
   std::vector<Endpoint> endpoints;
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};  // per call, all endpoints
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(2)};   // per endpoint try
+  Transport transport;                                                  // http or https
 };
 
 struct RangeResult {

@@ -21,6 +21,7 @@
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,16 @@ namespace ddp::etcd {
 
 using Deadline = std::chrono::steady_clock::time_point;
 
+// How to reach the gateway: plain HTTP, or HTTPS verifying the server against `cacert` (the
+// system's trust store when empty) and, when `cert` and `key` are set, presenting that client
+// certificate (etcd's --client-cert-auth). Files are read at every connection: a TLS file
+// that cannot be loaded is kInvalidArgument naming it; a failed handshake (wrong CA, a
+// server without TLS) is kInvalidArgument naming the endpoint.
+struct Transport {
+  bool tls = false;
+  std::string cacert, cert, key;
+};
+
 // Transport failures another endpoint may not have.
 inline bool retryable(const Status& s) {
   return s.code() == ErrorCode::kIo || s.code() == ErrorCode::kTimeout ||
@@ -42,11 +53,16 @@ inline bool retryable(const Status& s) {
 Status grpc_status(int code, const std::string& message, const std::string& where);
 
 boost::asio::awaitable<Result<Json>> post_json(Endpoint endpoint, std::string target, Json body,
-                                               Deadline deadline);
+                                               Deadline deadline, Transport transport = {});
+
+class Connection;  // a TCP or TLS stream (http_post.cc)
 
 class StreamingPost {
  public:
-  explicit StreamingPost(boost::asio::any_io_executor ex) : stream_(std::move(ex)) {}
+  // (GCC 12 double-destroys a Transport passed by reference into a co_await expression: it
+  // is a constructor argument instead.)
+  StreamingPost(boost::asio::any_io_executor ex, Transport transport);
+  ~StreamingPost();
   StreamingPost(const StreamingPost&) = delete;
   StreamingPost& operator=(const StreamingPost&) = delete;
 
@@ -61,7 +77,9 @@ class StreamingPost {
   void close();
 
  private:
-  boost::beast::tcp_stream stream_;
+  boost::asio::any_io_executor ex_;
+  Transport transport_;
+  std::unique_ptr<Connection> conn_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> parser_;
   std::string pending_;  // body bytes after the last complete line

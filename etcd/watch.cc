@@ -91,7 +91,7 @@ asio::awaitable<void> Watch::run() {
   std::size_t failures = 0;
   Status last;
   while (!cancelled_) {
-    StreamingPost stream(ex_);
+    StreamingPost stream(ex_, options_.transport);
     const auto now = std::chrono::steady_clock::now();
     stream_ = &stream;
     Status s = co_await stream.open(endpoints_[current_], "/v3/watch",

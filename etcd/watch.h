@@ -41,6 +41,7 @@ struct WatchOptions {
   std::int64_t start_revision = 0;
   std::chrono::milliseconds reconnect_for{std::chrono::seconds(10)};
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(2)};
+  Transport transport;
 };
 
 class Watch : public std::enable_shared_from_this<Watch> {

@@ -44,6 +44,13 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   REQUIRE(d);
   CHECK(d->prefix == "/ddprun");
   CHECK(d->lease_ttl == 5s);
+  CHECK_FALSE(d->tls);
+  auto t = etcd_settings(etcd_job(
+      "e1", {{"protocol", "https"}, {"cacert", "/ca.pem"}, {"cert", "/c.pem"}, {"key", "/c.key"}}));
+  REQUIRE(t);
+  CHECK(t->tls);
+  CHECK(t->cacert == "/ca.pem");
+  CHECK(t->key == "/c.key");
 }
 
 TEST_CASE("etcd settings: bad input names the key and the fix", "[etcd_settings]") {
@@ -59,6 +66,8 @@ TEST_CASE("etcd settings: bad input names the key and the fix", "[etcd_settings]
   CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "1.5"}})), Catch::Contains("whole seconds"));
   CHECK_THAT(error(etcd_job("a", {{"protocol", "ftp"}})), Catch::Contains("http or https"));
   CHECK_THAT(error(etcd_job("a", {{"cert", "/c.pem"}})), Catch::Contains("protocol=https"));
+  CHECK_THAT(error(etcd_job("a", {{"protocol", "https"}, {"cert", "/c.pem"}})),
+             Catch::Contains("cert and key go together"));
   CHECK_THAT(error(etcd_job("a", {{"is_host", "1"}})), Catch::Contains("drop is_host"));
   CHECK_THAT(error(etcd_job("a", {{"colour", "red"}})), Catch::Contains("lease_ttl"));
   CHECK_THAT(error(etcd_job("a", {{"join_timeout", "soon"}})), Catch::Contains("join_timeout"));

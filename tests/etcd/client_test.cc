@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <filesystem>
 
 #include "etcd/watch.h"
 #include "tests/etcd/etcd_cluster.h"
@@ -206,6 +207,50 @@ TEST_CASE("a 3-member cluster: the member a watch and calls use is killed", "[cl
       io, [&] { return seen.size() == 5; }, 15s));
   for (int i = 0; i < 5; ++i) CHECK(seen[i].kv.value == std::to_string(i + 1));
   watch->cancel();
+}
+
+TEST_CASE("TLS: a CA and a client certificate; a wrong CA or missing files are named",
+          "[client][tls]") {
+  const std::string certs = ddp::testing::make_test_certificates();
+  EtcdCluster cluster(1, {}, certs);
+  boost::asio::io_context io;
+  ClientOptions o = options_for(cluster);
+  o.transport = {.tls = true,
+                 .cacert = certs + "/ca.pem",
+                 .cert = certs + "/client.pem",
+                 .key = certs + "/client.key"};
+  Client c(io.get_executor(), o);
+  auto put = await(io, c.put("secure", "yes"));
+  REQUIRE(put);
+  CHECK(await(io, c.range("secure"))->kvs.at(0).value == "yes");
+  std::vector<WatchEvent> seen;
+  auto watch = Watch::start(
+      io.get_executor(), cluster.endpoints(),
+      {.key = "secure", .start_revision = *put, .transport = o.transport},
+      [&](std::vector<WatchEvent> evs) { seen.insert(seen.end(), evs.begin(), evs.end()); },
+      [](Status s) { FAIL(s.to_string()); });
+  REQUIRE(run_until(
+      io, [&] { return seen.size() == 1; }, 10s));
+  watch->cancel();
+
+  ClientOptions wrong_ca = o;
+  wrong_ca.transport.cacert = certs + "/other.pem";
+  auto refused = await(io, Client(io.get_executor(), wrong_ca).range("secure"));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.status().code() == ErrorCode::kInvalidArgument);
+  CHECK_THAT(refused.status().message(), Catch::Contains("TLS handshake failed"));
+
+  ClientOptions missing = o;
+  missing.transport.cacert = certs + "/nothing.pem";
+  auto unloadable = await(io, Client(io.get_executor(), missing).range("secure"));
+  REQUIRE_FALSE(unloadable);
+  CHECK(unloadable.status().code() == ErrorCode::kInvalidArgument);
+  CHECK_THAT(unloadable.status().message(), Catch::Contains("cacert=" + certs + "/nothing.pem"));
+
+  ClientOptions plain = o;  // http to an https endpoint: etcd answers 400
+  plain.transport = {};
+  CHECK_FALSE(await(io, Client(io.get_executor(), plain).range("secure")));
+  std::filesystem::remove_all(certs);
 }
 
 }  // namespace ddp::etcd

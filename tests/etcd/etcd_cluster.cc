@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 
@@ -57,7 +58,31 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-EtcdCluster::EtcdCluster(int members, std::vector<std::string> extra_args) {
+std::string make_test_certificates() {
+  if (::access("/usr/bin/openssl", X_OK) != 0) skip("openssl is not installed");
+  char tmpl[] = "/dev/shm/ddp-etcd-tls-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+  const std::string dir = tmpl;
+  const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  const std::string script =
+      "set -e; cd " + dir + "; exec 2>openssl.log; " + "openssl req -x509 " + key +
+      " -keyout ca.key -out ca.pem -days 2 -subj /CN=ddp-test-ca; " + "openssl req -x509 " + key +
+      " -keyout other.key -out other.pem -days 2 -subj /CN=other; " +
+      "printf "
+      "'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' > "
+      "ext; " +
+      "for n in server client; do openssl req " + key +
+      " -keyout $n.key -out $n.csr -subj /CN=$n; " +
+      "openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $n.pem -days 2 " +
+      "-extfile ext; done";
+  std::ofstream(dir + "/gen.sh") << script << "\n";
+  if (std::system(("bash " + dir + "/gen.sh").c_str()) != 0) {
+    throw std::runtime_error("openssl failed; see " + dir + "/openssl.log");
+  }
+  return dir;
+}
+
+EtcdCluster::EtcdCluster(int members, std::vector<std::string> extra_args, std::string tls_dir) {
   const char* binary = etcd_binary();
   if (!binary) skip("etcd is not installed (apt-get install etcd-server)");
   char tmpl[] = "/dev/shm/ddp-etcd-test-XXXXXX";
@@ -76,7 +101,8 @@ EtcdCluster::EtcdCluster(int members, std::vector<std::string> extra_args) {
     }
     endpoints_.clear();
     for (int i = 0; i < members; ++i) {
-      const std::string client = "http://127.0.0.1:" + std::to_string(client_ports[i]);
+      const std::string client = std::string(tls_dir.empty() ? "http" : "https") +
+                                 "://127.0.0.1:" + std::to_string(client_ports[i]);
       const std::string peer = "http://127.0.0.1:" + std::to_string(peer_ports[i]);
       const std::string data = dir_ + "/m" + std::to_string(i) + "-" + std::to_string(attempt);
       std::vector<std::string> args = {binary,
@@ -90,6 +116,11 @@ EtcdCluster::EtcdCluster(int members, std::vector<std::string> extra_args) {
                                        "--initial-cluster-state=new",
                                        "--heartbeat-interval=50",
                                        "--election-timeout=500"};
+      if (!tls_dir.empty()) {
+        args.insert(args.end(), {"--cert-file=" + tls_dir + "/server.pem",
+                                 "--key-file=" + tls_dir + "/server.key",
+                                 "--trusted-ca-file=" + tls_dir + "/ca.pem", "--client-cert-auth"});
+      }
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       pids_.push_back(spawn(args, dir_ + "/m" + std::to_string(i) + ".log"));
       endpoints_.push_back({"127.0.0.1", static_cast<std::uint16_t>(client_ports[i])});

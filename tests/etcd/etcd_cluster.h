@@ -18,7 +18,10 @@ class EtcdCluster {
  public:
   // Starts `members` etcd processes forming one cluster; returns once they are spawned (a
   // client's first call waits for them to answer: the client retries until its timeout).
-  explicit EtcdCluster(int members = 1, std::vector<std::string> extra_args = {});
+  // With `tls_dir` (make_test_certificates()), clients must use https with its ca.pem and
+  // present client.pem/client.key.
+  explicit EtcdCluster(int members = 1, std::vector<std::string> extra_args = {},
+                       std::string tls_dir = {});
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -33,6 +36,11 @@ class EtcdCluster {
   std::vector<pid_t> pids_;
   std::string dir_;
 };
+
+// A CA (ca.pem), a server certificate for 127.0.0.1 (server.pem/.key), a client certificate
+// (client.pem/.key) signed by it, and an unrelated CA (other.pem), made with the openssl
+// command in a new directory under /dev/shm; the directory. Skips when openssl is missing.
+std::string make_test_certificates();
 
 // A TCP port nobody listens on now (bound to port 0 and released).
 int free_port();

@@ -5,7 +5,9 @@ etcd is not installed. Usage:
 """
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +34,7 @@ class EtcdCase(unittest.TestCase):
 
     def setUp(self):
         try:
-            self.etcd = etcd.Cluster(self.MEMBERS)
+            self.etcd = self.make_cluster()
         except etcd.Unavailable as e:
             self.skipTest(str(e))
         self.tmpdir = tempfile.TemporaryDirectory()
@@ -46,6 +48,9 @@ class EtcdCase(unittest.TestCase):
             a.kill()
         self.etcd.stop()
         self.tmpdir.cleanup()
+
+    def make_cluster(self):
+        return etcd.Cluster(self.MEMBERS)
 
     def start(self, name, addr, nproc, mode, nnodes="2", extra=(), env_extra=None,
               conf=FAST_CONF, endpoints=None, run_id=None, backend="etcd"):
@@ -262,6 +267,48 @@ class EtcdFaultTest(EtcdCase):
         a = self.start("bad", self.A, 1, "ok", endpoints="h1,,h2")
         self.assertEqual(a.wait(), 2, a.stderr())
         self.assertIn("empty entry", a.stderr())
+
+
+class EtcdTlsTest(EtcdCase):
+    """Two agents through https with a client certificate; a wrong CA is a clear error."""
+
+    def setUp(self):
+        self.certs = tempfile.mkdtemp(dir="/dev/shm")
+        try:
+            etcd.make_certificates(self.certs)
+        except (OSError, subprocess.CalledProcessError) as e:
+            self.skipTest("openssl: %s" % e)
+        super().setUp()
+
+    def tearDown(self):
+        super().tearDown()
+        shutil.rmtree(self.certs, ignore_errors=True)
+
+    def make_cluster(self):
+        return etcd.Cluster(1, tls_dir=self.certs)
+
+    def tls_conf(self, ca="ca.pem"):
+        return (FAST_CONF + ",protocol=https,cacert=%s/%s,cert=%s/client.pem,key=%s/client.key"
+                % (self.certs, ca, self.certs, self.certs))
+
+    def test_two_nodes_over_tls(self):
+        a = self.start("a", self.A, 1, "ok", conf=self.tls_conf())
+        b = self.start("b", self.B, 1, "ok", conf=self.tls_conf())
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        rows = self.env_lines(a.stdout()) + self.env_lines(b.stdout())
+        self.assertEqual(sorted(int(r["RANK"]) for r in rows), [0, 1])
+
+    def test_wrong_ca_is_named(self):
+        a = self.start("a", self.A, 1, "ok", nnodes="1", conf=self.tls_conf("other.pem"))
+        self.assertEqual(a.wait(), 1, a.stderr())
+        self.assertIn("TLS handshake failed", a.stderr())
+        self.assertEqual(self.started(), [])
+
+    def test_missing_file_is_named(self):
+        a = self.start("a", self.A, 1, "ok", nnodes="1", conf=self.tls_conf("missing.pem"))
+        self.assertEqual(a.wait(), 1, a.stderr())
+        self.assertIn("missing.pem", a.stderr())
 
 
 class EtcdClusterTest(EtcdCase):

@@ -32,8 +32,25 @@ def _post(url, body, timeout=1.0):
         return json.loads(r.read())
 
 
+def make_certificates(directory):
+    """A CA (ca.pem), a server certificate for 127.0.0.1 (server.pem/.key), a client certificate
+    (client.pem/.key) signed by it, and an unrelated CA (other.pem), made with openssl."""
+    key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    script = (
+        "set -e; cd %s; exec 2>openssl.log\n"
+        "openssl req -x509 %s -keyout ca.key -out ca.pem -days 2 -subj /CN=ddp-test-ca\n"
+        "openssl req -x509 %s -keyout other.key -out other.pem -days 2 -subj /CN=other\n"
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage=serverAuth,"
+        "clientAuth\\n' > ext\n"
+        "for n in server client; do openssl req %s -keyout $n.key -out $n.csr -subj /CN=$n; "
+        "openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $n.pem "
+        "-days 2 -extfile ext; done\n" % (directory, key, key, key))
+    subprocess.run(["bash", "-c", script], check=True)
+    return directory
+
+
 class Cluster:
-    def __init__(self, members=1, extra_args=(), ready_s=20):
+    def __init__(self, members=1, extra_args=(), ready_s=20, tls_dir=None):
         if not os.access(ETCD, os.X_OK):
             raise Unavailable("etcd is not installed (apt-get install etcd-server)")
         self.dir = tempfile.mkdtemp(prefix="ddp-etcd-it-", dir="/dev/shm")
@@ -43,8 +60,13 @@ class Cluster:
             peer_ports = [free_port() for _ in range(members)]
             initial = ",".join("m%d=http://127.0.0.1:%d" % (i, p) for i, p in enumerate(peer_ports))
             self.procs = []
+            self.tls_dir = tls_dir
+            tls = [] if not tls_dir else [
+                "--cert-file=%s/server.pem" % tls_dir, "--key-file=%s/server.key" % tls_dir,
+                "--trusted-ca-file=%s/ca.pem" % tls_dir, "--client-cert-auth"]
             for i in range(members):
-                client = "http://127.0.0.1:%d" % self.client_ports[i]
+                client = "%s://127.0.0.1:%d" % ("https" if tls_dir else "http",
+                                                self.client_ports[i])
                 peer = "http://127.0.0.1:%d" % peer_ports[i]
                 with open(os.path.join(self.dir, "m%d.log" % i), "wb") as log:
                     self.procs.append(self._spawn(
@@ -53,7 +75,8 @@ class Cluster:
                      "--listen-client-urls=" + client, "--advertise-client-urls=" + client,
                      "--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
                      "--initial-cluster=" + initial, "--initial-cluster-state=new",
-                        "--heartbeat-interval=50", "--election-timeout=500", *extra_args], log))
+                        "--heartbeat-interval=50", "--election-timeout=500", *tls, *extra_args],
+                        log))
             if poll_until(lambda: self._healthy() or self._any_exited(), ready_s) \
                     and not self._any_exited():
                 return
@@ -68,6 +91,14 @@ class Cluster:
         return any(p.poll() is not None for p in self.procs)
 
     def _healthy(self):
+        if self.tls_dir:  # a TLS member: its port accepting connections is enough here
+            import socket
+            for port in self.client_ports:
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.5).close()
+                except OSError:
+                    return False
+            return True
         for port in self.client_ports:
             try:
                 _post("http://127.0.0.1:%d/v3/kv/range" % port, {"key": "AA=="}, 0.5)
