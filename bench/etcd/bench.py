@@ -42,7 +42,7 @@ def agent_cmd(launcher, ddprun, endpoint, run_id, nnodes, addr, ttl):
 
 def starts(marks, world=None):
     out = []
-    for p in glob.glob(os.path.join(marks, "start.*")):
+    for p in glob.glob(os.path.join(marks, "start.*[0-9]")):
         if world is None or os.path.basename(p).split(".")[1] == str(world):
             with open(p) as f:
                 out.append(float(f.read()))

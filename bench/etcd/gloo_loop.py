@@ -12,8 +12,9 @@ if os.environ["WORLD_SIZE"] == "1" and not os.path.exists(os.path.join(marks, "k
     os.makedirs(marks, exist_ok=True)
 mark = os.path.join(marks, "start.%s.%s.%d" % (
     os.environ["WORLD_SIZE"], os.environ["RANK"], os.getpid()))
-with open(mark, "w") as f:
+with open(mark + ".tmp", "w") as f:
     f.write("%.6f" % start)
+os.rename(mark + ".tmp", mark)  # readers never see it half written
 if os.environ.get("BENCH_ONCE") == "1":
     raise SystemExit(0)
 if os.environ["WORLD_SIZE"] == "1":

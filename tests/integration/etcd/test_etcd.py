@@ -16,10 +16,12 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 import etcd  # noqa: E402
+import netns  # noqa: E402
 from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "..", "multinode", "worker.sh")
+TORCH_WORKER = os.path.join(HERE, "..", "multinode", "torch_allreduce.py")
 FAST_CONF = "last_call_timeout=0.2,join_timeout=20,lease_ttl=2"
 
 
@@ -53,7 +55,8 @@ class EtcdCase(unittest.TestCase):
         return etcd.Cluster(self.MEMBERS)
 
     def start(self, name, addr, nproc, mode, nnodes="2", extra=(), env_extra=None,
-              conf=FAST_CONF, endpoints=None, run_id=None, backend="etcd"):
+              conf=FAST_CONF, endpoints=None, run_id=None, backend="etcd", program=None,
+              prefix=()):
         env = dict(os.environ, MODE=mode, MARK_DIR=self.marks)
         env.update(env_extra or {})
         args = [DDPRUN, "--nnodes", nnodes, "--nproc-per-node", str(nproc),
@@ -61,7 +64,8 @@ class EtcdCase(unittest.TestCase):
                 "--rdzv-endpoint", endpoints or self.etcd.endpoints(),
                 "--rdzv-id", run_id or "job-" + self.id().split(".")[-1],
                 "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5",
-                *extra, "--no-python", WORKER]
+                *extra, *(program or ["--no-python", WORKER])]
+        args = list(prefix) + args
         agent = Agent(self.tmp, name, args, env)
         self.agents.append(agent)
         return agent
@@ -309,6 +313,62 @@ class EtcdTlsTest(EtcdCase):
         a = self.start("a", self.A, 1, "ok", nnodes="1", conf=self.tls_conf("missing.pem"))
         self.assertEqual(a.wait(), 1, a.stderr())
         self.assertIn("missing.pem", a.stderr())
+
+
+class EtcdNetnsTest(EtcdCase):
+    """Two hosts in network namespaces (veth pair); etcd runs on host 0, the agents one per
+    host advertising their own addresses."""
+
+    def make_cluster(self):
+        try:
+            self.hosts = netns.TwoHosts("de", ["10.234.0.1", "10.234.0.2"])
+        except netns.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(self.hosts.remove)
+        self.A, self.B = self.hosts.addrs
+        return etcd.Cluster(1, host=self.A, prefix=self.hosts.exec_prefix(0))
+
+    def start_in(self, i, name, nproc, mode, **kwargs):
+        agent = self.start(name, self.hosts.addrs[i], nproc, mode, **kwargs)
+        return agent
+
+    def start(self, name, addr, nproc, mode, **kwargs):
+        i = self.hosts.addrs.index(addr)
+        kwargs.setdefault("prefix", self.hosts.exec_prefix(i))
+        return super().start(name, addr, nproc, mode, **kwargs)
+
+    def test_gloo_training_across_two_namespaced_nodes(self):
+        # Gloo must use the veth, not the hostname's address.
+        env = {"DDPRUN_PYTHON": "/usr/bin/python3", "GLOO_SOCKET_IFNAME": netns.IFNAME}
+        prog = [TORCH_WORKER]
+        a = self.start("a", self.A, 2, "ok", env_extra=env, program=prog)
+        b = self.start("b", self.B, 2, "ok", env_extra=env, program=prog)
+        self.assertEqual(a.wait(90), 0, a.stderr() + a.stdout())
+        self.assertEqual(b.wait(90), 0, b.stderr() + b.stdout())
+        sums = re.findall(r"allreduce rank (\d) of 4 sum (\S+)", a.stdout() + b.stdout())
+        self.assertEqual(sorted(int(r) for r, _ in sums), [0, 1, 2, 3])
+        self.assertEqual({s for _, s in sums}, {"6.0"})
+
+    def test_partitioned_node_is_dropped_and_stops_its_workers(self):
+        env = {"SMALL": "2"}
+        conf = "last_call_timeout=30,join_timeout=20,lease_ttl=2"
+        a = self.start("a", self.A, 2, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
+        wait_for(lambda: "coordinating job" in a.stderr(), 10, "a coordinating")
+        b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
+        wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
+        cut = time.monotonic()
+        self.hosts.link_down(1)  # b loses etcd and a
+        self.assertEqual(b.wait(), 1, b.stderr())
+        b_out = time.monotonic() - cut
+        self.assertEqual(a.wait(), 0, a.stderr())
+        caught = time.monotonic() - cut
+        print("partition -> cut-off b exited: %.2f s; a finished at MIN: %.2f s"
+              % (b_out, caught), file=sys.stderr)
+        self.assertLess(b_out, 2 + 6)  # the lease TTL, then its workers' stop
+        self.assertIn("lost etcd", b.stderr())
+        self.assertTrue([n for n in os.listdir(self.marks) if n.startswith("stopped.")])
+        last = [r for r in self.env_lines(a.stdout()) if r["WORLD_SIZE"] == "2"]
+        self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1])
 
 
 class EtcdClusterTest(EtcdCase):
