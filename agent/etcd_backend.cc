@@ -334,7 +334,8 @@ void EtcdBackend::close() {
   if (lease_ == 0) return;
   // The agent's io_context has stopped: the last words are blocking, and short.
   etcd::ClientOptions last = keep_alive_options(settings_);
-  last.request_timeout = 2s;
+  // After a lost etcd, a short try: the exit must not wait on an unreachable etcd.
+  last.request_timeout = lost_ ? 300ms : 2s;
   if (leave_reason_) {
     auto key = keys_.request(node_key_, ++request_seq_);
     (void)etcd::call_blocking(
