@@ -209,7 +209,7 @@ TEST_CASE("a 3-member cluster: the member a watch and calls use is killed", "[cl
   watch->cancel();
 }
 
-TEST_CASE("TLS: a CA and a client certificate; a wrong CA or missing files are named",
+TEST_CASE("TLS with a CA and a client certificate, and a wrong CA or missing files named",
           "[client][tls]") {
   const std::string certs = ddp::testing::make_test_certificates();
   EtcdCluster cluster(1, {}, certs);

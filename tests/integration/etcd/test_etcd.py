@@ -255,6 +255,16 @@ class EtcdFaultTest(EtcdCase):
         self.assertIn("lost etcd", a.stderr())
         self.assertTrue([n for n in os.listdir(self.marks) if n.startswith("stopped.")])
 
+    def test_a_prefix_holding_other_data(self):
+        job = "/ddprun/job-test_a_prefix_holding_other_data/"
+        for key in ("nodes/intruder", "req/intruder/1", "ev/x/1", "state", "junk"):
+            self.etcd.put(job + key, "not ddprun's")
+        a = self.start("a", self.A, 1, "ok")
+        b = self.start("b", self.B, 1, "ok")
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        self.assertIn("does not hold", a.stderr() + b.stderr())
+
     def test_bad_input(self):
         cases = [
             ("lease_ttl=0", "lease_ttl"),

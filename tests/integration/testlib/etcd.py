@@ -136,6 +136,12 @@ class Cluster:
         if sig == signal.SIGKILL:
             self.procs[i].wait()
 
+    def put(self, key, value):
+        import base64
+        _post("http://127.0.0.1:%d/v3/kv/put" % self.client_ports[0],
+              {"key": base64.b64encode(key.encode()).decode(),
+               "value": base64.b64encode(value.encode()).decode()})
+
     def keys(self, prefix):
         """Every key under `prefix` (text) now, decoded."""
         import base64
