@@ -57,7 +57,10 @@ EtcdBackend::EtcdBackend(asio::io_context& io, const AgentConfig& config, const 
       servers_(io, config, settings_.rdzv, setup.group.run_id),
       client_(io.get_executor(), call_options(settings_)),
       keepalive_client_(io.get_executor(), keep_alive_options(settings_)),
-      keep_alive_timer_(io) {
+      keep_alive_timer_(io),
+      progress_(io, [this] {
+        if (!closed_ && !lost_ && !first_round_seen_) send(membership::QueryWaiting{});
+      }) {
   node_key_ = advertised_addr() + ":" + std::to_string(::getpid());
 }
 
@@ -147,6 +150,7 @@ asio::awaitable<void> EtcdBackend::run_join() {
   }
   spdlog::info("joined job {} through etcd {} (node {}, lease {} s)", setup_.group.run_id, where,
                node_key_, settings_.lease_ttl.count());
+  if (!first_round_seen_) progress_.start();
 }
 
 asio::awaitable<void> EtcdBackend::campaign() {
@@ -223,6 +227,18 @@ void EtcdBackend::on_events(const std::vector<etcd::WatchEvent>& events) {
 }
 
 void EtcdBackend::on_payload(const membership::Payload& payload) {
+  if (auto* w = std::get_if<membership::Waiting>(&payload)) {
+    if (!first_round_seen_) JoinProgress::report(*w);
+    return;
+  }
+  if (auto* j = std::get_if<membership::Joined>(&payload)) {
+    if (j->waiting) {
+      progress_.stop();  // admitted at the next round, which its arrival triggers
+      spdlog::info("job {}: a round is running; this node joins at round {}", setup_.group.run_id,
+                   j->round);
+    }
+    return;
+  }
   if (auto* r = std::get_if<membership::RoundComplete>(&payload)) return on_round(*r);
   if (auto* s = std::get_if<membership::StopWorkers>(&payload)) {
     if (running_round_ && *running_round_ == s->round) stop_told_ = true;
@@ -230,6 +246,7 @@ void EtcdBackend::on_payload(const membership::Payload& payload) {
   }
   if (auto* f = std::get_if<membership::JobFinished>(&payload)) {
     finished_ = true;
+    progress_.stop();
     return events_->on_job_finished(*f);
   }
   if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) {
@@ -262,6 +279,8 @@ void EtcdBackend::deliver_round(const membership::RoundComplete& r) {
       return lost(Status(s.code(), "cannot restart the worker store: " + s.message()));
     }
   }
+  first_round_seen_ = true;
+  progress_.stop();
   running_round_ = r.round;
   stop_told_ = false;
   events_->on_round(round);
@@ -319,6 +338,7 @@ void EtcdBackend::wait_finished(std::function<void()> done) {
 void EtcdBackend::lost(Status why) {
   if (closed_ || lost_) return;
   lost_ = true;
+  progress_.stop();
   if (events_) events_->on_lost(why);
 }
 
@@ -327,6 +347,7 @@ void EtcdBackend::close() {
   closed_ = true;
   *alive_ = false;
   keep_alive_timer_.cancel();
+  progress_.stop();
   if (coordinator_) coordinator_->stop();
   if (event_watch_) event_watch_->cancel();
   if (coordinator_watch_) coordinator_watch_->cancel();

@@ -26,6 +26,7 @@
 #include "agent/etcd_coordinator.h"
 #include "agent/etcd_keys.h"
 #include "agent/etcd_settings.h"
+#include "agent/join_progress.h"
 #include "agent/node_servers.h"
 #include "agent/rendezvous_backend.h"
 #include "agent/run_setup.h"
@@ -81,12 +82,14 @@ class EtcdBackend final : public RendezvousBackend {
   std::shared_ptr<etcd::Watch> event_watch_;
   std::shared_ptr<etcd::Watch> coordinator_watch_;
   boost::asio::steady_timer keep_alive_timer_;
+  JoinProgress progress_;  // until the first round: how far the rendezvous is
   std::uint64_t request_seq_ = 0;
   std::optional<std::uint64_t> running_round_;  // delivered, not answered yet
   bool stop_told_ = false;                      // on_stop_workers given for running_round_
   std::optional<rendezvous::membership::RoundComplete> held_round_;
   std::optional<std::string> leave_reason_;
   bool campaigning_ = false;
+  bool first_round_seen_ = false;
   bool finished_ = false;
   bool lost_ = false;
   bool closed_ = false;

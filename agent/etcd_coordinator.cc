@@ -240,6 +240,8 @@ void EtcdCoordinator::on_request(const etcd::KeyValue& kv) {
           job_->report_success(id, r.round, now, out);
         } else if constexpr (std::is_same_v<T, membership::Leave>) {
           job_->remove_node(id, membership::GoneReason::kLeft, r.reason, now, out);
+        } else if constexpr (std::is_same_v<T, membership::QueryWaiting>) {
+          job_->query_waiting(id, now, out);
         }
       },
       decoded.message);

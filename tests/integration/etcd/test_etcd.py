@@ -121,6 +121,16 @@ class EtcdRanksTest(EtcdCase):
     def test_different_worker_counts_and_the_v2_spelling(self):
         self.check_world([2, 1], backend="etcd-v2")
 
+    def test_a_waiting_node_says_how_far_the_rendezvous_is(self):
+        a = self.start("a", self.A, 1, "ok")
+        wait_for(lambda: "waiting for the other nodes: 1 of 2 joined" in a.stderr(), 10,
+                 "a's progress line")
+        self.assertRegex(a.stderr(), r"1 of 2 joined; \d+ s left before the join timeout")
+        b = self.start("b", self.B, 1, "ok")
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        self.assertNotIn("of 2 joined", b.stderr())  # it formed the round at once
+
     def test_a_finished_run_id_is_refused(self):
         a = self.start("a", self.A, 1, "ok", nnodes="1")
         self.assertEqual(a.wait(), 0, a.stderr())
