@@ -102,7 +102,9 @@ class Connection {
     if (!tls_) co_return Status::ok();
     beast::error_code ec;
     tls_->set_verify_callback(asio::ssl::host_name_verification(e.host), ec);
-    ::SSL_set_tlsext_host_name(tls_->native_handle(), e.host.c_str());
+    // SNI (SSL_set_tlsext_host_name, a macro with a C cast).
+    ::SSL_ctrl(tls_->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+               const_cast<char*>(e.host.c_str()));
     auto [hec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, kTuple);
     if (hec == beast::error::timeout) co_return transport_error(hec, where, "in the TLS handshake");
     if (hec.category() == asio::error::get_ssl_category()) {
