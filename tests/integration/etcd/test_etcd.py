@@ -253,6 +253,19 @@ class EtcdFaultTest(EtcdCase):
         self.assertIn("cannot reach etcd (%s)" % dead.replace(",", ", "), a.stderr())
         self.assertEqual(self.started(), [])
 
+    def test_an_etcd_outage_shorter_than_the_lease_is_ridden_out(self):
+        conf = "last_call_timeout=0.2,join_timeout=20,lease_ttl=5"
+        prog = ["--no-python", "/bin/sleep", "4"]
+        a = self.start("a", self.A, 1, "ok", conf=conf, program=prog)
+        b = self.start("b", self.B, 1, "ok", conf=conf, program=prog)
+        wait_for(lambda: "round 1:" in a.stderr() and "round 1:" in b.stderr(), 20, "round 1")
+        self.etcd.kill(0, signal.SIGSTOP)  # etcd frozen: calls and keep-alives hang
+        time.sleep(2)  # the point: an outage shorter than the 5 s lease
+        self.etcd.kill(0, signal.SIGCONT)
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        self.assertNotIn("round 2", a.stderr() + b.stderr())  # the workers were never stopped
+
     def test_etcd_lost_mid_job_stops_the_workers_after_the_lease(self):
         a = self.start("a", self.A, 1, "wait_big", nnodes="1", env_extra={"SMALL": "0"})
         wait_for(lambda: len(self.started()) == 1, 20, "the worker")
