@@ -14,6 +14,8 @@
 
 #include "agent/agent_machine.h"
 #include "agent/clock.h"
+#include "agent/etcd_backend.h"
+#include "agent/etcd_settings.h"
 #include "agent/job_report.h"
 #include "agent/local_backend.h"
 #include "agent/native_backend.h"
@@ -75,12 +77,13 @@ Result<std::unique_ptr<RendezvousBackend>> local_backend(asio::io_context& io,
   return std::unique_ptr<RendezvousBackend>(std::move(backend).value());
 }
 
-// One node of a multi-node job (c10d or static).
-Result<std::unique_ptr<RendezvousBackend>> native_backend(asio::io_context& io,
-                                                          const AgentConfig& config,
-                                                          RunSetup& setup, RdzvSettings rdzv,
-                                                          proc::DeathWatch& death_watch) {
-  auto backend = std::make_unique<NativeBackend>(io, config, setup, std::move(rdzv));
+// One node of a multi-node job: c10d or static (NativeBackend), or etcd (EtcdBackend).
+template <typename Backend, typename Settings>
+Result<std::unique_ptr<RendezvousBackend>> multinode_backend(asio::io_context& io,
+                                                             const AgentConfig& config,
+                                                             RunSetup& setup, Settings settings,
+                                                             proc::DeathWatch& death_watch) {
+  auto backend = std::make_unique<Backend>(io, config, setup, std::move(settings));
   // The death watch's environment match must reach this agent's workers only: other jobs
   // may share the run id (static jobs default to "none") and other agents of this job on
   // the same machine share it too. So the agent's own mark goes in with the run id, before
@@ -141,13 +144,23 @@ int run(const AgentConfig& config) {
   asio::io_context io;
   Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
   std::unique_ptr<JobReport> report;
-  if (is_multinode(config)) {
+  if (is_etcd_backend(config.rdzv_backend) && !config.standalone) {
+    auto settings = etcd_settings(config);
+    if (!settings) {  // bad input: one line, exit 2, as the launcher reports it
+      std::fprintf(stderr, "ddprun: error: %s\n", settings.status().message().c_str());
+      return 2;
+    }
+    backend = multinode_backend<EtcdBackend>(io, config, *setup, std::move(settings).value(),
+                                             **death_watch);
+    report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
+  } else if (is_multinode(config)) {
     auto rdzv = rdzv_settings(config);
     if (!rdzv) {  // bad multi-node input: one line, exit 2, as the launcher reports it
       std::fprintf(stderr, "ddprun: error: %s\n", rdzv.status().message().c_str());
       return 2;
     }
-    backend = native_backend(io, config, *setup, std::move(rdzv).value(), **death_watch);
+    backend = multinode_backend<NativeBackend>(io, config, *setup, std::move(rdzv).value(),
+                                               **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
   } else {
     backend = local_backend(io, config, *setup, **death_watch);

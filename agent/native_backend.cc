@@ -144,13 +144,7 @@ void NativeBackend::on_event(const membership::Payload& payload) {
 void NativeBackend::on_round(const membership::RoundComplete& r) {
   first_round_seen_ = true;
   progress_.stop();
-  Round round;
-  round.round = r.round;
-  round.restart_count = static_cast<int>(r.restart_count);
-  round.group_rank = static_cast<int>(r.group_rank);
-  round.group_world_size = static_cast<int>(r.group_world_size);
-  round.rank_offset = static_cast<int>(r.rank_offset);
-  round.world_size = static_cast<int>(r.world_size);
+  Round round = round_of(r);
   // Static backend: the workers' store is the daemon on --master-addr:--master-port.
   round.store_addr = rdzv_.node_rank ? rdzv_.host : r.store_addr;
   round.store_port = rdzv_.node_rank ? rdzv_.port : r.store_port;

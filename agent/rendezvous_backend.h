@@ -57,6 +57,20 @@ struct Round {
   std::uint16_t store_port = 0;
 };
 
+// The Round a rendezvous' RoundComplete assigns (the workers' store: group rank 0's).
+inline Round round_of(const rendezvous::membership::RoundComplete& r) {
+  Round round;
+  round.round = r.round;
+  round.restart_count = static_cast<int>(r.restart_count);
+  round.group_rank = static_cast<int>(r.group_rank);
+  round.group_world_size = static_cast<int>(r.group_world_size);
+  round.rank_offset = static_cast<int>(r.rank_offset);
+  round.world_size = static_cast<int>(r.world_size);
+  round.store_addr = r.store_addr;
+  round.store_port = r.store_port;
+  return round;
+}
+
 class RendezvousEvents {
  public:
   virtual ~RendezvousEvents() = default;

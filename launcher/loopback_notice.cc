@@ -30,7 +30,11 @@ void notice_loopback(const RawOptions& raw, Invocation& out) {
   const agent::AgentConfig& c = out.config;
   if (c.max_nodes < 2 || c.standalone || out.launch.fan_out) return;
   const bool static_backend = c.rdzv_backend == "static";
-  const std::string_view host = static_backend ? c.master_addr : host_of(c.rdzv_endpoint);
+  const bool etcd = c.rdzv_backend.rfind("etcd", 0) == 0;
+  // etcd: a list of endpoints; every one on loopback makes the job this machine's only.
+  std::string_view first = c.rdzv_endpoint;
+  if (etcd) first = first.substr(0, first.find(','));
+  const std::string_view host = static_backend ? c.master_addr : host_of(first);
   if (!is_loopback(host)) return;
   const bool given =
       raw.at("rdzv_endpoint").given || (static_backend && raw.at("master_addr").given);
@@ -39,7 +43,9 @@ void notice_loopback(const RawOptions& raw, Invocation& out) {
                         std::string(host) + (given ? "" : " (the default)") +
                         ": a loopback address, which other machines cannot reach; give every " +
                         "node " + name + " set to an address of " +
-                        (static_backend ? "node rank 0" : "the rendezvous host") +
+                        (static_backend ? "node rank 0"
+                         : etcd         ? "etcd"
+                                        : "the rendezvous host") +
                         " that they can reach (fine when every node is on this machine)");
 }
 

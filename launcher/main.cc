@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/etcd_settings.h"
 #include "agent/rdzv_settings.h"
 #include "agent/run_setup.h"
 #include "common/logging.h"
@@ -109,7 +110,12 @@ int main(int argc, char** argv) {
   }
   // The agent's rendezvous settings are checked here too, before any notice is logged, so
   // that a bad --rdzv-conf or --master-port stays a one-line error.
-  if (ddp::agent::is_multinode(invocation->config) && !invocation->launch.fan_out) {
+  if (ddp::agent::is_etcd_backend(invocation->config.rdzv_backend) &&
+      !invocation->config.standalone && !invocation->launch.fan_out) {
+    if (auto etcd = ddp::agent::etcd_settings(invocation->config); !etcd) {
+      return usage_error(etcd.status());
+    }
+  } else if (ddp::agent::is_multinode(invocation->config) && !invocation->launch.fan_out) {
     if (auto rdzv = ddp::agent::rdzv_settings(invocation->config); !rdzv) {
       return usage_error(rdzv.status());
     }

@@ -22,7 +22,9 @@ constexpr std::array<OptionSpec, 44> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
-    {"rdzv_backend", "", false, "static", "Rendezvous backend: static or c10d"},
+    {"rdzv_backend", "", false, "static",
+     "Rendezvous backend: static, c10d or etcd (etcd's v3 API, etcd >= 3.4; etcd-v2/etcd-v3 are "
+     "the same backend, and torchrun agents cannot join its jobs)"},
     {"rdzv_endpoint", "", false, "", "Rendezvous endpoint, host[:port]"},
     {"rdzv_id", "", false, "none", "Job id shared by every node"},
     {"rdzv_conf", "", false, "", "Rendezvous settings, key=value,key=value"},

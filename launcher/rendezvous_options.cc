@@ -18,15 +18,19 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
   const RawValue& backend = raw.at("rdzv_backend");
   const RawValue& endpoint = raw.at("rdzv_endpoint");
   const RawValue& run_id = raw.at("rdzv_id");
-  if (backend.text == "etcd" || backend.text == "etcd-v2") {
-    return from(backend, invalid_argument("--rdzv-backend " + backend.text +
-                                          " is not supported by ddprun; use c10d (or static)"));
-  }
-  if (backend.text != "static" && backend.text != "c10d") {
+  const bool etcd =
+      backend.text == "etcd" || backend.text == "etcd-v2" || backend.text == "etcd-v3";
+  if (backend.text != "static" && backend.text != "c10d" && !etcd) {
     return from(backend, invalid_argument("--rdzv-backend: unknown backend '" + backend.text +
-                                          "'; use static or c10d"));
+                                          "'; use static, c10d or etcd"));
   }
-  if (!endpoint.text.empty()) {
+  if (etcd && endpoint.text.empty()) {
+    return from(endpoint, invalid_argument("--rdzv-backend " + backend.text +
+                                           " needs --rdzv-endpoint HOST[:PORT][,HOST[:PORT]...] "
+                                           "(etcd client endpoints, default port 2379)"));
+  }
+  // etcd: a comma-separated list, checked by the agent (agent/etcd_settings.h).
+  if (!endpoint.text.empty() && !etcd) {
     if (Status s = from(endpoint, check_endpoint("--rdzv-endpoint", endpoint.text)); !s) return s;
   }
   if (run_id.text.empty()) {

@@ -146,6 +146,19 @@ void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
   trim_heartbeats();
 }
 
+void Job::resume(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures) {
+  round_ = round;
+  restart_count_ = restart_count;
+  departures_ = departures;
+}
+
+void Job::complete_if_ready(TimePoint now, Events& out) {
+  advance(now);
+  if (state_ == State::kPending && pending_count_ >= config_.min_nodes && pending_count_ > 0) {
+    complete_round(out);
+  }
+}
+
 void Job::after_pending_change(Events& out) {
   if (pending_count_ >= config_.max_nodes) {
     complete_round(out);

@@ -70,6 +70,13 @@ class Job {
   // Requests from unknown ids and reports for another round are ignored (stale reports race
   // with pushes by design).
 
+  // Taking over a job whose state machine ran elsewhere (the etcd backend's coordinator died):
+  // the job's durable facts. Precondition: no node joined yet. The next round is `round`.
+  void resume(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures);
+  // While a round forms with at least MIN nodes: complete it now rather than at MAX or the
+  // last call (a taken-over job whose nodes are all known). Nothing otherwise.
+  void complete_if_ready(TimePoint now, Events& out);
+
   // The earliest instant at which on_deadline() has work; nullopt when none.
   std::optional<TimePoint> next_deadline() const;
   void on_deadline(TimePoint now, Events& out);

@@ -295,7 +295,8 @@ TEST_CASE("bad command lines are one-line errors naming the fix", "[launcher]") 
   CHECK_THAT(error({"--signals-to-handle", "SIGKILL", "x.py"}), Catch::Contains("'SIGKILL'"));
   CHECK_THAT(error({"--shutdown-timeout", "soon", "x.py"}), Catch::Contains("seconds"));
   CHECK_THAT(error({"--monitor-interval", "-1", "x.py"}), Catch::Contains("--monitor-interval"));
-  CHECK_THAT(error({"--rdzv-backend", "etcd", "x.py"}), Catch::Contains("use c10d"));
+  CHECK_THAT(error({"--rdzv-backend", "etcd", "x.py"}), Catch::Contains("needs --rdzv-endpoint"));
+  CHECK_THAT(error({"--rdzv-backend", "etcd-v2", "x.py"}), Catch::Contains("default port 2379"));
   CHECK_THAT(error({"--rdzv-backend", "zk", "x.py"}), Catch::Contains("unknown backend"));
   CHECK_THAT(error({"--rdzv-endpoint", "h:x", "x.py"}), Catch::Contains("--rdzv-endpoint"));
   CHECK_THAT(error({"--rdzv-conf", "oops", "x.py"}), Catch::Contains("key=value"));

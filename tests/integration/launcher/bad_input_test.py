@@ -42,7 +42,7 @@ class BadInputTest(h.LauncherTestCase):
             (["--signals-to-handle", "SIGTERM,SIGBOGUS"], "'SIGBOGUS'"),
             (["--shutdown-timeout", "-3"], "--shutdown-timeout"),
             (["-r", "7"], "--redirects"),
-            (["--rdzv-backend", "etcd"], "use c10d"),
+            (["--rdzv-backend", "etcd"], "needs --rdzv-endpoint"),
         ]
         for args, fragment in cases:
             with self.subTest(args=args):

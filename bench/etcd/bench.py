@@ -1,0 +1,132 @@
+"""etcd rendezvous: ddprun's etcd backend (v3 API, watches, leases) against torchrun 1.13's own
+etcd-v2 backend, side by side in one run on the same etcd (started with --enable-v2).
+
+  rendezvous: N agents (1 worker each) started at once -> the last worker started
+  recovery:   a 2-node 1:2 job training with Gloo; one node (agent and workers) SIGKILLed ->
+              the survivor's worker started again in a world of 1
+
+    /usr/bin/python3 bench/etcd/bench.py BUILD_DIR [--repeats 3]
+"""
+import argparse
+import glob
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration", "testlib"))
+import etcd  # noqa: E402
+from procs import poll_until  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+TORCHRUN = [PYTHON, os.path.join(HERE, "..", "launch", "torchrun_compat.py"),
+            "--monitor_interval", "0.1"]
+WORKER = os.path.join(HERE, "gloo_loop.py")
+LAST_CALL = "1"  # seconds, the same for both (a round waits this long past MIN)
+
+
+def agent_cmd(launcher, ddprun, endpoint, run_id, nnodes, addr, ttl):
+    if launcher == "ddprun":
+        return [ddprun, "--nnodes", nnodes, "--nproc-per-node", "1", "--rdzv-backend", "etcd",
+                "--rdzv-endpoint", endpoint, "--rdzv-id", run_id, "--local-addr", addr,
+                "--max-restarts", "3", "--rdzv-conf",
+                "last_call_timeout=%s,lease_ttl=%d" % (LAST_CALL, ttl), WORKER]
+    return TORCHRUN + ["--nnodes", nnodes, "--nproc_per_node", "1", "--rdzv_backend", "etcd",
+                       "--rdzv_endpoint", endpoint, "--rdzv_id", run_id, "--max_restarts", "3",
+                       "--rdzv_conf", "last_call_timeout=%s" % LAST_CALL, WORKER]
+
+
+def starts(marks, world=None):
+    out = []
+    for p in glob.glob(os.path.join(marks, "start.*[0-9]")):
+        if world is None or os.path.basename(p).split(".")[1] == str(world):
+            with open(p) as f:
+                out.append(float(f.read()))
+    return sorted(out)
+
+
+def spawn(cmd, marks, log, extra_env=None):
+    env = dict(os.environ, MARK_DIR=marks, PYTHONUNBUFFERED="1", DDPRUN_PYTHON=PYTHON)
+    env.update(extra_env or {})
+    with open(log, "wb") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=out, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+
+
+def rendezvous(launcher, args, cluster, n, rep, tmp):
+    marks = tempfile.mkdtemp(dir=tmp)
+    run_id = "rdzv-%s-%d-%d" % (launcher, n, rep)
+    t0 = time.time()
+    procs = [spawn(agent_cmd(launcher, args.ddprun, cluster.endpoints(), run_id, str(n),
+                             "127.0.0.%d" % (i + 2), 5), marks,
+                   os.path.join(marks, "agent%d.log" % i), {"BENCH_ONCE": "1"})
+             for i in range(n)]
+    for p in procs:
+        p.wait(timeout=120)
+    s = starts(marks)
+    if len(s) != n:
+        raise RuntimeError("%s: %d of %d workers started; see %s" % (launcher, len(s), n, marks))
+    return s[-1] - t0
+
+
+def recovery(launcher, args, cluster, rep, tmp):
+    marks = tempfile.mkdtemp(dir=tmp)
+    run_id = "recovery-%s-%d" % (launcher, rep)
+    procs = [spawn(agent_cmd(launcher, args.ddprun, cluster.endpoints(), run_id, "1:2",
+                             "127.0.0.%d" % (i + 2), args.lease_ttl), marks,
+                   os.path.join(marks, "agent%d.log" % i)) for i in range(2)]
+    if not poll_until(lambda: len(starts(marks, 2)) == 2, 60):
+        raise RuntimeError("%s: the 2-node round did not start; see %s" % (launcher, marks))
+    time.sleep(1.0)  # the point: let the job train a little before the loss
+    open(os.path.join(marks, "killed"), "w").close()
+    t0 = time.time()
+    os.killpg(procs[1].pid, signal.SIGKILL)  # the node: its agent and its workers
+    procs[1].wait()
+    ok = poll_until(lambda: starts(marks, 1), 90)
+    took = starts(marks, 1)[0] - t0 if ok else float("inf")
+    try:
+        procs[0].wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(procs[0].pid, signal.SIGKILL)
+        procs[0].wait()
+    return took
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("build")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lease-ttl", type=int, default=2)
+    args = parser.parse_args()
+    args.ddprun = os.path.join(args.build, "bin", "ddprun")
+    cluster = etcd.Cluster(1, extra_args=["--enable-v2"])
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            for launcher in ("ddprun", "torchrun"):
+                for n in (2, 4):
+                    results[(launcher, "rdzv", n)] = statistics.median(
+                        rendezvous(launcher, args, cluster, n, r, tmp) for r in range(args.repeats))
+                results[(launcher, "recovery")] = statistics.median(
+                    recovery(launcher, args, cluster, r, tmp) for r in range(args.repeats))
+        finally:
+            cluster.stop()
+    print("| measure | torchrun 1.13 etcd-v2 | ddprun etcd (v3) | ratio |")
+    print("|---|---:|---:|---:|")
+    for key, name in (((("rdzv", 2)), "rendezvous, 2 agents: start -> last worker started (s)"),
+                      ((("rdzv", 4)), "rendezvous, 4 agents (s)"),
+                      ((("recovery",)), "node SIGKILLed -> survivor's worker running again (s)")):
+        t, d = results[("torchrun",) + key], results[("ddprun",) + key]
+        print("| %s | %.2f | %.2f | %.1fx |" % (name, t, d, t / d))
+    print("\nmedian of %d; last_call_timeout=%s s for both; ddprun lease_ttl=%d s; one etcd 3.4 "
+          "member on loopback (--enable-v2); agents and workers are real processes; the "
+          "workers' Gloo timeout is 5 s (inf: not recovered within 90 s)"
+          % (args.repeats, LAST_CALL, args.lease_ttl))
+
+
+if __name__ == "__main__":
+    main()
