@@ -11,7 +11,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev python3-torch
   clang libclang-rt-14-dev clang-format help2man
   iproute2 procps psmisc
-  etcd-server etcd-client python3-etcd
+  etcd-server etcd-client python3-etcd libssl-dev
   openssh-server openssh-client
   slurm-client slurmctld slurmd munge
 )
