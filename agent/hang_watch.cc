@@ -71,8 +71,11 @@ void HangWatch::check() {
   for (std::size_t i : hung) {
     report.local_ranks.push_back(static_cast<int>(i));
     report.descriptions.push_back(HangJudge::describe(progress_, i, now));
-    report.stalled.push_back(progress_[i].beats > 0 ? progress_[i].last_beat_wall
-                                                    : std::chrono::system_clock::now());
+    // The culprit's failure time is its last beat; the others' is now, so that the culprit is
+    // the root cause wherever the rendezvous compares failure times.
+    const bool culprit = report.local_ranks.size() == 1;
+    report.stalled.push_back(culprit && progress_[i].beats > 0 ? progress_[i].last_beat_wall
+                                                               : std::chrono::system_clock::now());
   }
   spdlog::error("hung worker(s): {}", report.descriptions.front());
   on_hung_(std::move(report));

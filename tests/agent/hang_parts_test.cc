@@ -64,10 +64,24 @@ TEST_CASE("a worker is hung after it beat and then stayed silent for the timeout
   CHECK(judge.next_deadline(w) == t0 + 3s);
   CHECK(judge.hung(w, t0 + 2999ms).empty());
   auto hung = judge.hung(w, t0 + 3s);
-  REQUIRE(hung == std::vector<std::size_t>{1});  // the one that never beat is never judged
+  // Rank 0 went silent 100 ms after rank 1 (within the window): judged with it, rank 1 first.
+  // The one that never beat is never judged.
+  REQUIRE(hung == std::vector<std::size_t>{1, 0});
   CHECK(HangJudge::describe(w, 1, t0 + 3s) ==
         "rank 1 last beat at step 4 (3.0 s ago); the other rank here reached step 5");
   // Both silent: the culprit is the lower step, first.
+  CHECK(judge.hung(w, t0 + 4s) == std::vector<std::size_t>{1, 0});
+}
+
+TEST_CASE("the culprit is the lower step even when its beat was read last", "[hang]") {
+  const auto t0 = Clock::now();
+  HangJudge judge({4s, std::nullopt}, t0);
+  // Rank 0 beat step 4 and blocked in a collective; rank 1 stalled after step 3, but the agent
+  // read rank 1's channel 50 us after rank 0's.
+  std::vector<WorkerProgress> w{beat_at(0, 4, t0), beat_at(1, 3, t0 + 50us)};
+  CHECK(judge.hung(w, t0 + 4s) == std::vector<std::size_t>{1, 0});
+  // A worker that beat well within the timeout is not judged with them.
+  w.push_back(beat_at(2, 4, t0 + 2s));
   CHECK(judge.hung(w, t0 + 4s) == std::vector<std::size_t>{1, 0});
 }
 
