@@ -249,10 +249,7 @@ void EtcdBackend::on_payload(const membership::Payload& payload) {
     progress_.stop();
     return events_->on_job_finished(*f);
   }
-  if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) {
-    return lost(Status(
-        e->code, e->code == ErrorCode::kPeerGone ? e->message : "rendezvous error: " + e->message));
-  }
+  if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) return lost(lost_status(*e));
 }
 
 void EtcdBackend::on_round(const membership::RoundComplete& r) {

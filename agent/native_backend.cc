@@ -133,12 +133,7 @@ void NativeBackend::on_event(const membership::Payload& payload) {
     progress_.stop();
     return events_->on_job_finished(*f);
   }
-  if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) {
-    // kPeerGone: the daemon removed this node (missed heartbeats, stop timeout); its message
-    // says so. Anything else is a rendezvous error (e.g. the join timed out).
-    return lost(Status(
-        e->code, e->code == ErrorCode::kPeerGone ? e->message : "rendezvous error: " + e->message));
-  }
+  if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) return lost(lost_status(*e));
 }
 
 void NativeBackend::on_round(const membership::RoundComplete& r) {

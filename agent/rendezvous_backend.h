@@ -71,6 +71,14 @@ inline Round round_of(const rendezvous::membership::RoundComplete& r) {
   return round;
 }
 
+// Why a rendezvous' ErrorEvent ends this node's part in the job: kPeerGone (the rendezvous
+// removed this node: missed heartbeats or lease, stop timeout) carries its own message; any
+// other code is a rendezvous error (e.g. the join timed out).
+inline Status lost_status(const rendezvous::membership::ErrorEvent& e) {
+  return Status(e.code,
+                e.code == ErrorCode::kPeerGone ? e.message : "rendezvous error: " + e.message);
+}
+
 class RendezvousEvents {
  public:
   virtual ~RendezvousEvents() = default;
