@@ -16,6 +16,8 @@
 #include "agent/clock.h"
 #include "agent/etcd_backend.h"
 #include "agent/etcd_settings.h"
+#include "agent/event_log.h"
+#include "agent/event_sink.h"
 #include "agent/job_report.h"
 #include "agent/local_backend.h"
 #include "agent/native_backend.h"
@@ -96,10 +98,28 @@ Result<std::unique_ptr<RendezvousBackend>> multinode_backend(asio::io_context& i
   return std::unique_ptr<RendezvousBackend>(std::move(backend));
 }
 
+// Who this node's event lines come from, and how it joins its job.
+EventOrigin event_origin(const AgentConfig& config, const RunSetup& setup) {
+  EventOrigin origin;
+  origin.run_id = setup.group.run_id;
+  origin.host = setup.hostname;
+  origin.agent_pid = ::getpid();
+  const bool multinode =
+      !config.standalone && (is_etcd_backend(config.rdzv_backend) || is_multinode(config));
+  origin.backend = multinode ? config.rdzv_backend : "local";
+  if (multinode) origin.endpoint = config.rdzv_endpoint;
+  origin.min_nodes = config.min_nodes;
+  origin.max_nodes = config.max_nodes;
+  origin.nproc_per_node = config.nproc_per_node;
+  origin.max_restarts = config.max_restarts;
+  return origin;
+}
+
 // Runs the policy over the mechanisms until the job is over for this node.
 int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
-          proc::DeathWatch& death_watch, RendezvousBackend& backend, JobReport& report) {
-  SupervisedWorkers workers(io, config, setup, &death_watch);
+          proc::DeathWatch& death_watch, RendezvousBackend& backend, JobReport& report,
+          EventLog& event_log) {
+  SupervisedWorkers workers(io, config, setup, &death_watch, &event_log);
   if (Status s = workers.start_watch(); !s) {
     spdlog::error("{}", s.message());
     return 1;
@@ -108,8 +128,8 @@ int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
   proc::SignalRouter signals(io);
   StdinWatch stdin_watch(io);
   int exit_code = 1;
-  AgentMachine machine(backend, workers, clock, report, {.run_id = setup.group.run_id},
-                       [&](int code) {
+  AgentMachine machine(backend, workers, clock, report,
+                       {.run_id = setup.group.run_id, .event_log = &event_log}, [&](int code) {
                          exit_code = code;
                          signals.cancel();
                          stdin_watch.cancel();
@@ -130,6 +150,17 @@ int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
 }  // namespace
 
 int run(const AgentConfig& config) {
+  // The event log first: a path that cannot be written is bad input, refused before anything
+  // starts (one line, exit 2, as the launcher reports bad input).
+  std::unique_ptr<EventSink> sink;
+  if (config.event_log) {
+    auto opened = FileEventSink::open(*config.event_log);
+    if (!opened) {
+      std::fprintf(stderr, "ddprun: error: %s\n", opened.status().message().c_str());
+      return 2;
+    }
+    sink = std::move(opened).value();
+  }
   auto setup = prepare_run(config);
   if (!setup) {
     spdlog::error("{}", setup.status().message());
@@ -141,6 +172,8 @@ int run(const AgentConfig& config) {
     spdlog::error("{}", death_watch.status().message());
     return 1;
   }
+  EventLog event_log;
+  if (sink) event_log = EventLog(std::move(sink), event_origin(config, *setup));
   asio::io_context io;
   Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
   std::unique_ptr<JobReport> report;
@@ -168,9 +201,10 @@ int run(const AgentConfig& config) {
   }
   int code = 1;
   if (backend) {
-    code = drive(io, config, *setup, **death_watch, **backend, *report);
+    code = drive(io, config, *setup, **death_watch, **backend, *report, event_log);
   } else {
     spdlog::error("{}", backend.status().message());
+    event_log.finish(1, "error");
   }
   if (!config.log_dir) remove_if_empty(setup->log_dir);
   return code;

@@ -22,18 +22,27 @@ AgentMachine::AgentMachine(RendezvousBackend& backend, Workers& workers, Clock& 
 
 void AgentMachine::start() {
   state_ = State::kJoining;
+  events().join();
   backend_.join(*this);
 }
 
 void AgentMachine::on_round(const Round& round) {
   switch (state_) {
     case State::kJoining:
-    case State::kReported:
+    case State::kReported: {
+      const std::uint64_t previous_round = round_;
+      const int previous_restart_count = restart_count_;
       round_ = round.round;
+      restart_count_ = round.restart_count;
+      if (state_ == State::kReported) {
+        events().restart(round, previous_round, previous_restart_count);
+      }
+      events().round(round);
       last_result_.reset();
       state_ = State::kRunning;
       workers_.start(round);
       return;
+    }
     case State::kRunning:
     case State::kStopping:
       // A backend assigns a round only after this node answered for the last one.
@@ -49,6 +58,7 @@ void AgentMachine::on_round(const Round& round) {
 void AgentMachine::on_stop_workers(std::uint64_t round, const std::string& detail) {
   if (state_ == State::kFinishing || state_ == State::kDone) return;
   spdlog::warn("round {}: stopping the workers: {}", round, detail);
+  events().stop_requested(round, detail);
   if (state_ == State::kRunning && round == round_) return stop_workers(SIGTERM);
   if (state_ == State::kStopping && round == round_) return;  // answered once they exited
   // No group of that round runs here (it ended, or this node waits to join): answer now.
@@ -58,6 +68,7 @@ void AgentMachine::on_stop_workers(std::uint64_t round, const std::string& detai
 void AgentMachine::on_workers_done(const WorkersResult& result) {
   if (state_ != State::kRunning && state_ != State::kStopping) return;  // killed at the end
   last_result_ = result;
+  events().workers_done(result);
   if (signal_ != 0) {  // this node leaves; the job goes on without it
     backend_.leave("agent received " + signal_name(signal_));
     return finish(128 + signal_);
@@ -69,6 +80,7 @@ void AgentMachine::on_workers_done(const WorkersResult& result) {
 
 void AgentMachine::on_workers_hung(const HangReport& report) {
   if (state_ != State::kRunning) return;  // already stopping: the group ends anyway
+  events().workers_hung(report);
   workers_.abort_hung(report);
 }
 
@@ -95,6 +107,7 @@ void AgentMachine::on_job_finished(const rendezvous::membership::JobFinished& fi
   if (state_ == State::kFinishing || state_ == State::kDone) return;
   workers_.kill_now();
   exit_code_ = finished.exit_code;
+  if (finished.exit_code != 0) events().failure(finished);
   report_.job_finished(finished, last_result_ ? &*last_result_ : nullptr);
   state_ = State::kFinishing;
   linger_ = clock_.after(options_.finish_linger, [this] {
@@ -110,6 +123,7 @@ void AgentMachine::on_job_finished(const rendezvous::membership::JobFinished& fi
 }
 
 void AgentMachine::on_lost(const Status& why) {
+  if (state_ != State::kDone && state_ != State::kFinishing) events().lost(why.message());
   switch (state_) {
     case State::kDone:
       return;
@@ -139,6 +153,7 @@ void AgentMachine::on_signal(int signal) {
     return;
   }
   signal_ = signal;
+  events().signal(signal);
   switch (state_) {
     case State::kRunning:
     case State::kStopping:
@@ -165,6 +180,7 @@ void AgentMachine::finish(int exit_code) {
   if (lost_ && signal_ == 0) exit_code = 1;
   state_ = State::kDone;
   exit_code_ = exit_code;
+  events().finish(exit_code_, signal_ != 0 ? "signal" : lost_ ? "lost" : "job_finished");
   if (linger_) clock_.cancel(*linger_);
   linger_.reset();
   workers_.kill_now();

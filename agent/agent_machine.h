@@ -40,6 +40,7 @@
 #include <string>
 
 #include "agent/clock.h"
+#include "agent/event_log.h"
 #include "agent/job_report.h"
 #include "agent/rendezvous_backend.h"
 #include "agent/workers.h"
@@ -55,6 +56,9 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
     // this one (a hosted daemon keeps serving them) before it exits anyway.
     std::chrono::milliseconds finish_linger{std::chrono::seconds(5)};
     std::string run_id;  // for messages
+    // The event log this machine reports rounds, restarts, failures and its end to; none when
+    // null. Not owned; must outlive the machine.
+    EventLog* event_log = nullptr;
   };
   // `on_done(exit_code)` runs once, when the machine reaches kDone.
   AgentMachine(RendezvousBackend& backend, Workers& workers, Clock& clock, JobReport& report,
@@ -83,6 +87,7 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
   void stop_workers(int signal);
   void report(const WorkersResult& result);
   void finish(int exit_code);
+  EventLog& events() { return options_.event_log != nullptr ? *options_.event_log : no_log_; }
 
   RendezvousBackend& backend_;
   Workers& workers_;
@@ -90,9 +95,11 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
   JobReport& report_;
   Options options_;
   std::function<void(int)> on_done_;
+  EventLog no_log_;  // writes nothing: events() without an event log
 
   State state_ = State::kJoining;
   std::uint64_t round_ = 0;           // the round of the current or last worker group
+  int restart_count_ = 0;             // of round_
   std::set<std::uint64_t> answered_;  // rounds this node reported for (one answer each)
   std::optional<WorkersResult> last_result_;
   // Facts that decide what follows the workers' end (kStopping) and the exit code.

@@ -69,6 +69,9 @@ struct AgentConfig {
   // Multi-node agents started by a launching ddprun over ssh (launcher/fanout/): EOF or an
   // error on stdin (the ssh session or the launcher is gone) stops this agent like SIGTERM.
   bool exit_on_stdin_eof = false;
+  // --event-log: this node's JSON-lines event log (docs/event_log.md), "-" for stderr; unset
+  // for none. Opened (appended to) before anything starts.
+  std::optional<std::string> event_log;
   // Agents of a fan-out: the launching ddprun prints the job's root-cause table once, so
   // this agent does not (it still logs the job's end and exit code).
   bool job_report_by_launcher = false;

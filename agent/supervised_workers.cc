@@ -73,7 +73,8 @@ std::string without_gdb_chatter(const std::string& output) {
 }  // namespace
 
 SupervisedWorkers::SupervisedWorkers(boost::asio::io_context& io, const AgentConfig& config,
-                                     RunSetup& setup, proc::DeathWatch* death_watch)
+                                     RunSetup& setup, proc::DeathWatch* death_watch,
+                                     EventLog* event_log)
     : io_(io),
       config_(config),
       setup_(setup),
@@ -88,7 +89,8 @@ SupervisedWorkers::SupervisedWorkers(boost::asio::io_context& io, const AgentCon
           [this](pid_t pid) { return worker_of(pid); },
           [this](HangReport report) {
             if (events_ != nullptr) events_->on_workers_hung(report);
-          }) {}
+          }),
+      event_log_(event_log) {}
 
 SupervisedWorkers::~SupervisedWorkers() { launcher_.kill_strays(); }
 
@@ -125,6 +127,14 @@ void SupervisedWorkers::start(const Round& round) {
       },
       [this](const Outcome& outcome) { on_group_done(outcome); }));
   groups_.back()->start(attempt_);
+  if (event_log_ != nullptr) {
+    std::vector<StartedWorker> started;
+    const auto& pids = groups_.back()->pids();
+    for (int r = 0; r < static_cast<int>(pids.size()); ++r) {
+      if (pids[r] != 0) started.push_back({r, round.rank_offset + r, pids[r]});
+    }
+    if (!started.empty()) event_log_->workers_started(attempt_, started);
+  }
   if (live()) watch_.group_started();
 }
 
@@ -273,7 +283,12 @@ void SupervisedWorkers::on_exit(int id, proc::ExitStatus status) {
     }
     return;
   }
-  if (!groups_.empty()) groups_.back()->on_exit(id, status);
+  if (groups_.empty()) return;
+  Supervisor& group = *groups_.back();
+  if (event_log_ != nullptr && group.live(id)) {
+    event_log_->worker_exited(id, setup_.group.global_rank_base + id, group.pids()[id], status);
+  }
+  group.on_exit(id, status);
 }
 
 }  // namespace ddp::agent

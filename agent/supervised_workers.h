@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/config.h"
+#include "agent/event_log.h"
 #include "agent/output.h"
 #include "agent/run_setup.h"
 #include "agent/supervisor.h"
@@ -27,8 +28,10 @@ namespace ddp::agent {
 class SupervisedWorkers final : public Workers, private proc::ProcessObserver {
  public:
   // `setup` is updated with each round's ranks and store; it and `config` must outlive this.
+  // Each group's start (pids and ranks) and each worker's exit go to `event_log` when given
+  // (not owned; must outlive this).
   SupervisedWorkers(boost::asio::io_context& io, const AgentConfig& config, RunSetup& setup,
-                    proc::DeathWatch* death_watch);
+                    proc::DeathWatch* death_watch, EventLog* event_log = nullptr);
   ~SupervisedWorkers() override;
 
   // Prepares the watch (runtime directory, timer file, stack hook). Errors: kIo.
@@ -63,6 +66,7 @@ class SupervisedWorkers final : public Workers, private proc::ProcessObserver {
   proc::Spawner launcher_;
   WorkerWatch watch_;
   WorkerEvents* events_ = nullptr;
+  EventLog* event_log_;
   int attempt_ = 0;
   std::map<int, ToolRun> tools_;  // debugger runs by launcher id
   int next_tool_ = kToolIds;

@@ -133,6 +133,14 @@ Status resolve_control(const RawOptions& raw, Invocation& out) {
     return s;
   }
   if (Status s = resolve_hang_limits(raw, config); !s) return s;
+  const RawValue& event_log = raw.at("event_log");
+  if (event_log.given) {
+    if (event_log.text.empty()) {
+      return from(event_log,
+                  invalid_argument("--event-log is empty; give a file, or - for stderr"));
+    }
+    config.event_log = event_log.text;
+  }
   return resolve_accepted_only(raw, out);
 }
 

@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 44> kOptions{{
+constexpr std::array<OptionSpec, 45> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -65,6 +65,9 @@ constexpr std::array<OptionSpec, 44> kOptions{{
     {"numa_binding", "", false, "", "Not supported by ddprun"},
     {"logs_specs", "", false, "", "Not supported by ddprun"},
     {"event_log_handler", "", false, "null", "Accepted: null only"},
+    {"event_log", "", false, "",
+     "Append this node's events (rounds, workers started and exited, restarts, failure, end) "
+     "to FILE as JSON lines; - for stderr (docs/event_log.md)"},
     {"launcher", "", false, "auto", "How nodes are reached: auto, local, ssh, slurm or pbs"},
     {"hosts", "", false, "", "ssh launch on these hosts: h1,h2:4 (HOST[:SLOTS])"},
     {"hostfile", "", false, "", "ssh launch on the hosts of FILE (`HOST slots=N` lines)"},
