@@ -216,6 +216,15 @@ TEST_CASE("ssh: one local host runs here with its slots", "[cluster][options]") 
   CHECK(ok({}, m).config.nproc_per_node == 4);
 }
 
+TEST_CASE("ssh: each node's agent gets --event-log as given (its own file on its own machine)",
+          "[cluster][options]") {
+  auto inv = ok({"--hosts", "h1,h2", "--event_log", "logs/events.jsonl"});
+  CHECK(inv.launch.fan_out);
+  CHECK(inv.config.event_log == "logs/events.jsonl");
+  CHECK(inv.launch.agent_args ==
+        std::vector<std::string>{"--event-log=logs/events.jsonl", "train.py"});
+}
+
 TEST_CASE("ssh: several or remote hosts are a fan-out, bad host input is an error",
           "[cluster][options]") {
   auto inv = ok({"--hosts", "h1,h2:4", "--max-restarts", "1", "--nproc-per-node", "2",
