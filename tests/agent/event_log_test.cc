@@ -26,7 +26,7 @@ using nlohmann::json;
 namespace membership = rendezvous::membership;
 
 // 2026-11-24T22:35:00.123Z
-const std::chrono::system_clock::time_point kT0{std::chrono::milliseconds(1795646100123)};
+const std::chrono::system_clock::time_point kT0{std::chrono::milliseconds(1795559700123)};
 
 class CaptureSink final : public EventSink {
  public:
@@ -79,19 +79,19 @@ membership::Failure wire_failure(std::int32_t exit_code) {
   f.rank = 6;
   f.exit_code = exit_code;
   f.pid = 991;
-  f.time = membership::WallTime(std::chrono::microseconds(1795646100500000));
+  f.time = membership::WallTime(std::chrono::microseconds(1795559700500000));
   f.error_file = "/logs/attempt_1/2/error.json";
   f.message = "RuntimeError: boom";
   return f;
 }
 
-TEST_CASE("event times are RFC 3339 UTC with milliseconds", "[event_log]") {
+TEST_CASE("event log: event times are RFC 3339 UTC with milliseconds", "[event_log]") {
   CHECK(rfc3339_utc(kT0) == "2026-11-24T22:35:00.123Z");
   CHECK(rfc3339_utc(std::chrono::system_clock::time_point{}) == "1970-01-01T00:00:00.000Z");
   CHECK(rfc3339_utc(kT0 + 877ms) == "2026-11-24T22:35:01.000Z");
 }
 
-TEST_CASE("every line starts with the same keys in the same order", "[event_log]") {
+TEST_CASE("event log: every line starts with the same keys in the same order", "[event_log]") {
   Captured c;
   c.log.join();
   c.log.round(round_2());
@@ -109,7 +109,7 @@ TEST_CASE("every line starts with the same keys in the same order", "[event_log]
   }
   json join = c.line(0);
   CHECK(join["ts"] == "2026-11-24T22:35:00.123Z");
-  CHECK(join["ts_unix"].get<double>() == Approx(1795646100.123));
+  CHECK(join["ts_unix"].get<double>() == Approx(1795559700.123));
   CHECK(join["event"] == "join");
   CHECK(join["run_id"] == "job-7");
   CHECK(join["host"] == "node-a");
@@ -136,7 +136,8 @@ TEST_CASE("every line starts with the same keys in the same order", "[event_log]
   CHECK(round["store_port"] == 40000);
 }
 
-TEST_CASE("workers started and exited: pids, ranks, exit code or signal", "[event_log]") {
+TEST_CASE("event log: workers started and exited: pids, ranks, exit code or signal",
+          "[event_log]") {
   Captured c;
   c.log.round(round_2());
   c.log.workers_started(1, {{0, 4, 100}, {1, 5, 101}});
@@ -162,7 +163,8 @@ TEST_CASE("workers started and exited: pids, ranks, exit code or signal", "[even
   CHECK(killed["signal"] == "SIGTERM");
 }
 
-TEST_CASE("a group's end and the job's failure carry the root cause's fields", "[event_log]") {
+TEST_CASE("event log: a group's end and the job's failure carry the root cause's fields",
+          "[event_log]") {
   Captured c;
   c.log.round(round_2());
   WorkersResult result;
@@ -208,7 +210,7 @@ TEST_CASE("a group's end and the job's failure carry the root cause's fields", "
   CHECK(stopped["root_cause"].is_null());
 }
 
-TEST_CASE("a single node's failures name this host; errors and signals have their keys",
+TEST_CASE("event log: a single node's failures name this host, errors and signals have their keys",
           "[event_log]") {
   Captured c;
   WorkersResult error;
@@ -247,7 +249,7 @@ TEST_CASE("a single node's failures name this host; errors and signals have thei
   CHECK(c.line(4)["why"] == "signal");
 }
 
-TEST_CASE("a hang names its kind, ranks and what each did last", "[event_log]") {
+TEST_CASE("event log: a hang names its kind, ranks and what each did last", "[event_log]") {
   Captured c;
   HangReport silent;
   silent.local_ranks = {1};
@@ -276,7 +278,8 @@ TEST_CASE("a hang names its kind, ranks and what each did last", "[event_log]") 
   CHECK(t["signal"] == "SIGKILL");
 }
 
-TEST_CASE("a restart carries the round it follows and whether it used a restart", "[event_log]") {
+TEST_CASE("event log: a restart carries the round it follows and whether it used a restart",
+          "[event_log]") {
   Captured c;
   Round first = round_2();
   first.round = 1;
@@ -296,7 +299,7 @@ TEST_CASE("a restart carries the round it follows and whether it used a restart"
   CHECK(c.line(2)["counted"] == false);
 }
 
-TEST_CASE("text that is not UTF-8 does not break a line", "[event_log]") {
+TEST_CASE("event log: text that is not UTF-8 does not break a line", "[event_log]") {
   Captured c;
   c.log.lost(std::string("bad \xff\xfe bytes\nand a newline"));
   REQUIRE(c.lines.size() == 1);
@@ -304,7 +307,7 @@ TEST_CASE("text that is not UTF-8 does not break a line", "[event_log]") {
   CHECK(c.line(0)["reason"].get<std::string>().find("bytes") != std::string::npos);
 }
 
-TEST_CASE("a default event log writes nothing", "[event_log]") {
+TEST_CASE("event log: a default event log writes nothing", "[event_log]") {
   EventLog none;
   CHECK_FALSE(none.enabled());
   none.join();
@@ -312,72 +315,95 @@ TEST_CASE("a default event log writes nothing", "[event_log]") {
   none.finish(0, "job_finished");
 }
 
+// The agent's state machine over fakes, logging into captured lines.
+struct MachineRun {
+  MachineRun()
+      : backend(log),
+        workers(log),
+        report(log),
+        events(std::make_unique<CaptureSink>(lines), origin(), [] { return kT0; }),
+        machine(backend, workers, clock, report,
+                {.finish_linger = 5s, .run_id = "job-7", .event_log = &events},
+                [this](int code) { exit = code; }) {
+    machine.start();
+  }
+  static Round round(std::uint64_t n, int restart_count) {
+    Round r;
+    r.round = n;
+    r.restart_count = restart_count;
+    return r;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& l : lines) out.push_back(json::parse(l)["event"]);
+    return out;
+  }
+  json line(std::size_t i) const { return json::parse(lines.at(i)); }
+
+  testing::Log log;
+  testing::FakeBackend backend;
+  testing::FakeWorkers workers;
+  testing::FakeClock clock;
+  testing::FakeReport report;
+  std::vector<std::string> lines;
+  EventLog events;
+  std::optional<int> exit;
+  AgentMachine machine;
+};
+
 // The policy reports its events in the order they happen: a failed first round, a restart, a
 // successful second round, the job's end.
-TEST_CASE("the agent machine's events of a failure, a restart and a success", "[event_log]") {
-  testing::Log log;
-  testing::FakeBackend backend(log);
-  testing::FakeWorkers workers(log);
-  testing::FakeClock clock;
-  testing::FakeReport report(log);
-  std::vector<std::string> lines;
-  EventLog events(std::make_unique<CaptureSink>(lines), origin(), [] { return kT0; });
-  std::optional<int> exit;
-  AgentMachine machine(backend, workers, clock, report,
-                       {.finish_linger = 5s, .run_id = "job-7", .event_log = &events},
-                       [&](int code) { exit = code; });
-  machine.start();
-  Round r1;
-  r1.round = 1;
-  machine.on_round(r1);
-  workers.done(Outcome::Kind::kFailed, 0, 1);
-  Round r2;
-  r2.round = 2;
-  r2.restart_count = 1;
-  machine.on_round(r2);
-  workers.done(Outcome::Kind::kSucceeded);
-  machine.on_job_finished({0, {}, std::nullopt});
-  backend.drained();
-  REQUIRE(exit == 0);
-  std::vector<std::string> names;
-  for (const auto& l : lines) names.push_back(json::parse(l)["event"]);
-  CHECK(names == std::vector<std::string>{"join", "round", "workers_done", "restart", "round",
-                                          "workers_done", "finish"});
-  json fin = json::parse(lines.back());
+TEST_CASE("event log: the agent machine's events of a failure, a restart and a success",
+          "[event_log]") {
+  MachineRun run;
+  run.machine.on_round(MachineRun::round(1, 0));
+  run.workers.done(Outcome::Kind::kFailed, 0, 1);
+  run.machine.on_round(MachineRun::round(2, 1));
+  run.workers.done(Outcome::Kind::kSucceeded);
+  run.machine.on_job_finished({0, {}, std::nullopt});
+  run.backend.drained();
+  REQUIRE(run.exit == 0);
+  CHECK(run.names() == std::vector<std::string>{"join", "round", "workers_done", "restart", "round",
+                                                "workers_done", "finish"});
+  json fin = run.line(run.lines.size() - 1);
   CHECK(fin["exit_code"] == 0);
   CHECK(fin["why"] == "job_finished");
   CHECK(fin["round"] == 2);
   CHECK(fin["restart_count"] == 1);
 }
 
-TEST_CASE("the agent machine logs a job failure, a signal and a stop request", "[event_log]") {
-  testing::Log log;
-  testing::FakeBackend backend(log);
-  testing::FakeWorkers workers(log);
-  testing::FakeClock clock;
-  testing::FakeReport report(log);
-  std::vector<std::string> lines;
-  EventLog events(std::make_unique<CaptureSink>(lines), origin(), [] { return kT0; });
-  AgentMachine machine(backend, workers, clock, report,
-                       {.finish_linger = 5s, .run_id = "job-7", .event_log = &events}, {});
-  machine.start();
-  Round r1;
-  r1.round = 1;
-  machine.on_round(r1);
-  machine.on_stop_workers(1, "rank 3 on node b failed");
-  workers.done(Outcome::Kind::kInterrupted, SIGTERM);
-  membership::JobFinished failed{3, "", wire_failure(3)};
-  machine.on_job_finished(failed);
-  machine.on_signal(SIGTERM);
-  std::vector<std::string> names;
-  for (const auto& l : lines) names.push_back(json::parse(l)["event"]);
-  CHECK(names == std::vector<std::string>{"join", "round", "stop_requested", "workers_done",
-                                          "failure", "signal", "finish"});
-  CHECK(json::parse(lines[2])["detail"] == "rank 3 on node b failed");
-  CHECK(json::parse(lines[2])["stop_round"] == 1);
-  CHECK(json::parse(lines[4])["root_cause"]["rank"] == 6);
-  CHECK(json::parse(lines.back())["why"] == "signal");
-  CHECK(json::parse(lines.back())["exit_code"] == 128 + SIGTERM);
+TEST_CASE("event log: the agent machine logs a job failure, a signal and a stop request",
+          "[event_log]") {
+  MachineRun run;
+  run.machine.on_round(MachineRun::round(1, 0));
+  run.machine.on_stop_workers(1, "rank 3 on node b failed");
+  run.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  run.machine.on_job_finished({3, "", wire_failure(3)});
+  run.machine.on_signal(SIGTERM);
+  CHECK(run.names() == std::vector<std::string>{"join", "round", "stop_requested", "workers_done",
+                                                "failure", "signal", "finish"});
+  CHECK(run.line(2)["detail"] == "rank 3 on node b failed");
+  CHECK(run.line(2)["stop_round"] == 1);
+  CHECK(run.line(4)["root_cause"]["rank"] == 6);
+  CHECK(run.line(6)["why"] == "signal");
+  CHECK(run.line(6)["exit_code"] == 128 + SIGTERM);
+  CHECK(run.exit == 128 + SIGTERM);
+}
+
+TEST_CASE("event log: the agent machine logs a lost node and a hang", "[event_log]") {
+  MachineRun run;
+  run.machine.on_round(MachineRun::round(1, 0));
+  HangReport hang;
+  hang.local_ranks = {0};
+  hang.descriptions = {"rank 0 last beat at step 2 (1.0 s ago)"};
+  run.machine.on_workers_hung(hang);
+  run.machine.on_lost(peer_gone("removed by the rendezvous: missed heartbeats"));
+  run.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  CHECK(run.names() == std::vector<std::string>{"join", "round", "workers_hung", "lost",
+                                                "workers_done", "finish"});
+  CHECK(run.line(3)["reason"] == "removed by the rendezvous: missed heartbeats");
+  CHECK(run.line(5)["why"] == "lost");
+  CHECK(run.line(5)["exit_code"] == 1);
 }
 
 struct TempDir {
@@ -399,7 +425,7 @@ std::vector<std::string> read_lines(const std::filesystem::path& file) {
   return lines;
 }
 
-TEST_CASE("the file sink appends whole lines, after what the file held", "[event_log]") {
+TEST_CASE("event log: the file sink appends whole lines, after what the file held", "[event_log]") {
   TempDir dir;
   const auto file = dir.path / "events.jsonl";
   std::ofstream(file) << "{\"earlier\":1}\n";
@@ -421,7 +447,7 @@ TEST_CASE("the file sink appends whole lines, after what the file held", "[event
         }()));
 }
 
-TEST_CASE("agents sharing one file never interleave within a line", "[event_log]") {
+TEST_CASE("event log: agents sharing one file never interleave within a line", "[event_log]") {
   TempDir dir;
   const auto file = dir.path / "shared.jsonl";
   constexpr int kWriters = 4;
@@ -449,7 +475,7 @@ TEST_CASE("agents sharing one file never interleave within a line", "[event_log]
   }
 }
 
-TEST_CASE("paths the event log cannot open are refused naming the path and the fix",
+TEST_CASE("event log: paths the event log cannot open are refused naming the path and the fix",
           "[event_log]") {
   TempDir dir;
   auto missing = FileEventSink::open((dir.path / "no" / "such" / "events.jsonl").string());
@@ -473,7 +499,7 @@ TEST_CASE("paths the event log cannot open are refused naming the path and the f
   CHECK(FileEventSink::open("-"));
 }
 
-TEST_CASE("a file the user may not write is refused", "[event_log]") {
+TEST_CASE("event log: a file the user may not write is refused", "[event_log]") {
   if (::geteuid() == 0) ddp::testing::skip("root may write any file: nothing to refuse");
   TempDir dir;
   const auto locked = dir.path / "locked";
