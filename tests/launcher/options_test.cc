@@ -57,6 +57,7 @@ const std::vector<Spelled> kOptions = {
     {"--shutdown-timeout", "--shutdown_timeout", {"2.5"}},
     {"--virtual-local-rank", "--virtual_local_rank", {}},
     {"--local-rank-arg", "--local_rank_arg", {"underscore"}},
+    {"--event-log", "--event_log", {"events.jsonl"}},
 };
 
 std::vector<std::string> with(const std::string& name, const std::vector<std::string>& value,
@@ -140,7 +141,8 @@ TEST_CASE("PET_* variables fill options the command line leaves out", "[launcher
                     {"PET_MASTER_PORT", "4000"},
                     {"PET_SHUTDOWN_TIMEOUT", "1"},
                     {"PET_SIGNALS_TO_HANDLE", "TERM"},
-                    {"PET_LOG_DIR", "/tmp/l"}}};
+                    {"PET_LOG_DIR", "/tmp/l"},
+                    {"PET_EVENT_LOG", "-"}}};
   auto c = ok({"x.py"}, m).config;
   CHECK(c.nproc_per_node == 3);
   CHECK(c.min_nodes == 1);
@@ -156,6 +158,7 @@ TEST_CASE("PET_* variables fill options the command line leaves out", "[launcher
   CHECK(c.shutdown_timeout == std::chrono::seconds(1));
   CHECK(c.signals_to_handle == std::vector<int>{SIGTERM});
   CHECK(c.log_dir == std::filesystem::path("/tmp/l"));
+  CHECK(c.event_log == "-");
 
   SECTION("explicit flags win") {
     auto c2 = ok({"--nproc-per-node", "2", "--max_restarts", "0", "--role", "x", "x.py"}, m).config;
@@ -298,6 +301,8 @@ TEST_CASE("bad command lines are one-line errors naming the fix", "[launcher]") 
   CHECK_THAT(error({"--rdzv-backend", "etcd", "x.py"}), Catch::Contains("needs --rdzv-endpoint"));
   CHECK_THAT(error({"--rdzv-backend", "etcd-v2", "x.py"}), Catch::Contains("default port 2379"));
   CHECK_THAT(error({"--rdzv-backend", "zk", "x.py"}), Catch::Contains("unknown backend"));
+  CHECK_THAT(error({"--event-log", "", "x.py"}),
+             Catch::Contains("--event-log is empty; give a file, or - for stderr"));
   CHECK_THAT(error({"--rdzv-endpoint", "h:x", "x.py"}), Catch::Contains("--rdzv-endpoint"));
   CHECK_THAT(error({"--rdzv-conf", "oops", "x.py"}), Catch::Contains("key=value"));
   CHECK_THAT(error({"--nnodes", "1:2", "x.py"}), Catch::Contains("--rdzv-backend c10d"));
