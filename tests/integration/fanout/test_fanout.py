@@ -16,6 +16,7 @@ workers inherit: /proc/*/environ is scanned (every namespace shares the PID name
 
 usage: test_fanout.py DDPRUN [TestClass[.test]]
 """
+import json
 import os
 import re
 import shutil
@@ -403,6 +404,31 @@ class PbsTest(FanoutCase):
     def test_success_is_zero(self):
         launcher = self.pbs(["--no-python", "/bin/true"])
         self.assertEqual(launcher.wait(60), 0, launcher.stderr())
+
+    def test_every_nodes_agent_appends_to_the_event_log(self):
+        # --event-log reaches each node's agent as given; a relative path is relative to the
+        # directory the agents start in (the launcher's); here both "nodes" share one file.
+        launcher = self.pbs(["--event-log", "events.jsonl", "--no-python", "/bin/true"])
+        self.assertEqual(launcher.wait(60), 0, launcher.stderr())
+        with open(os.path.join(self.tmp, "events.jsonl")) as f:
+            events = [json.loads(line) for line in f.read().splitlines()]  # whole lines only
+        by_agent = {}
+        for e in events:
+            by_agent.setdefault(e["agent_pid"], []).append(e)
+        self.assertEqual(len(by_agent), 2, events)  # the launcher itself writes none
+        group_ranks = set()
+        for lines in by_agent.values():
+            self.assertEqual(lines[0]["event"], "join")
+            self.assertEqual(lines[0]["backend"], "c10d")
+            self.assertEqual((lines[0]["min_nodes"], lines[0]["max_nodes"]), (2, 2))
+            self.assertEqual(lines[-1]["event"], "finish")
+            self.assertEqual(lines[-1]["exit_code"], 0)
+            started = [e for e in lines if e["event"] == "workers_started"]
+            self.assertEqual(len(started), 1)
+            self.assertEqual(len(started[0]["workers"]), 2)
+            group_ranks.add(lines[-1]["group_rank"])
+        self.assertEqual(group_ranks, {0, 1})
+        self.assertEqual(len({e["run_id"] for e in events}), 1)
 
     def test_sigint_stops_every_pbsdsh_agent(self):
         launcher = self.pbs([WAITING_WORKER])
