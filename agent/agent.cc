@@ -98,16 +98,16 @@ Result<std::unique_ptr<RendezvousBackend>> multinode_backend(asio::io_context& i
   return std::unique_ptr<RendezvousBackend>(std::move(backend));
 }
 
-// Who this node's event lines come from, and how it joins its job.
-EventOrigin event_origin(const AgentConfig& config, const RunSetup& setup) {
+// Who this node's event lines come from, and how it joins its job: `backend` is "local" for a
+// single node, else the rendezvous backend (whose endpoint the join event names).
+EventOrigin event_origin(const AgentConfig& config, const RunSetup& setup,
+                         const std::string& backend) {
   EventOrigin origin;
   origin.run_id = setup.group.run_id;
   origin.host = setup.hostname;
   origin.agent_pid = ::getpid();
-  const bool multinode =
-      !config.standalone && (is_etcd_backend(config.rdzv_backend) || is_multinode(config));
-  origin.backend = multinode ? config.rdzv_backend : "local";
-  if (multinode) origin.endpoint = config.rdzv_endpoint;
+  origin.backend = backend;
+  if (backend != "local") origin.endpoint = config.rdzv_endpoint;
   origin.min_nodes = config.min_nodes;
   origin.max_nodes = config.max_nodes;
   origin.nproc_per_node = config.nproc_per_node;
@@ -172,8 +172,7 @@ int run(const AgentConfig& config) {
     spdlog::error("{}", death_watch.status().message());
     return 1;
   }
-  EventLog event_log;
-  if (sink) event_log = EventLog(std::move(sink), event_origin(config, *setup));
+  std::string backend_name = "local";
   asio::io_context io;
   Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
   std::unique_ptr<JobReport> report;
@@ -183,6 +182,7 @@ int run(const AgentConfig& config) {
       std::fprintf(stderr, "ddprun: error: %s\n", settings.status().message().c_str());
       return 2;
     }
+    backend_name = "etcd";  // etcd-v2 and etcd-v3 are the same backend
     backend = multinode_backend<EtcdBackend>(io, config, *setup, std::move(settings).value(),
                                              **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
@@ -192,6 +192,7 @@ int run(const AgentConfig& config) {
       std::fprintf(stderr, "ddprun: error: %s\n", rdzv.status().message().c_str());
       return 2;
     }
+    backend_name = config.rdzv_backend;
     backend = multinode_backend<NativeBackend>(io, config, *setup, std::move(rdzv).value(),
                                                **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
@@ -199,6 +200,8 @@ int run(const AgentConfig& config) {
     backend = local_backend(io, config, *setup, **death_watch);
     report = std::make_unique<LocalJobReport>(config, *setup);
   }
+  EventLog event_log;
+  if (sink) event_log = EventLog(std::move(sink), event_origin(config, *setup, backend_name));
   int code = 1;
   if (backend) {
     code = drive(io, config, *setup, **death_watch, **backend, *report, event_log);

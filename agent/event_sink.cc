@@ -20,10 +20,9 @@ Result<std::unique_ptr<FileEventSink>> FileEventSink::open(const std::string& pa
   if (fd < 0) {
     const int error = errno;
     std::string fix = "choose a writable file, or - for stderr";
-    if (error == ENOENT) {
-      fix = "create the directory " +
-            std::filesystem::path(path).parent_path().lexically_normal().string() +
-            " first, or choose another file";
+    const auto dir = std::filesystem::path(path).parent_path().lexically_normal();
+    if (error == ENOENT && !dir.empty()) {
+      fix = "create the directory " + dir.string() + " first, or choose another file";
     } else if (error == EISDIR) {
       fix = "name a file in that directory, e.g. " +
             (std::filesystem::path(path) / "events.jsonl").string();
