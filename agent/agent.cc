@@ -154,7 +154,7 @@ int run(const AgentConfig& config) {
   // starts (one line, exit 2, as the launcher reports bad input).
   std::unique_ptr<EventSink> sink;
   if (config.event_log) {
-    auto opened = FileEventSink::open(*config.event_log);
+    auto opened = FileEventSink::open(expand_event_log_path(*config.event_log, this_host()));
     if (!opened) {
       std::fprintf(stderr, "ddprun: error: %s\n", opened.status().message().c_str());
       return 2;

@@ -10,6 +10,17 @@
 
 namespace ddp::agent {
 
+std::string expand_event_log_path(const std::string& path, const std::string& host) {
+  static constexpr std::string_view kHost = "{host}";
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t at; (at = path.find(kHost, from)) != std::string::npos;
+       from = at + kHost.size()) {
+    out.append(path, from, at - from).append(host);
+  }
+  return out.append(path, from);
+}
+
 Result<std::unique_ptr<FileEventSink>> FileEventSink::open(const std::string& path) {
   if (path == "-")
     return std::unique_ptr<FileEventSink>(new FileEventSink(STDERR_FILENO, false, "-"));

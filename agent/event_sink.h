@@ -25,10 +25,15 @@ class EventSink {
   virtual void write_line(std::string_view line) = 0;
 };
 
+// `path` with every "{host}" replaced by `host`: one file per machine where the nodes of a job
+// share a file system (docs/event_log.md). Pure.
+std::string expand_event_log_path(const std::string& path, const std::string& host);
+
 class FileEventSink final : public EventSink {
  public:
-  // "-": stderr (not closed at the end). Else the file is created when missing (mode 0644) and
-  // appended to. Errors: kInvalidArgument naming the path, why it cannot be opened and the fix.
+  // "-": stderr (not closed at the end). Else the file (already expanded) is created when missing
+  // (mode 0644) and appended to. Errors: kInvalidArgument naming the path, why it cannot be opened
+  // and the fix.
   static Result<std::unique_ptr<FileEventSink>> open(const std::string& path);
   ~FileEventSink() override;
   FileEventSink(const FileEventSink&) = delete;

@@ -69,6 +69,11 @@ Result<std::filesystem::path> make_log_dir(const AgentConfig& config) {
 
 }  // namespace
 
+std::string this_host() {
+  char host[256] = {};
+  return ::gethostname(host, sizeof host - 1) == 0 ? host : "localhost";
+}
+
 Result<RunSetup> prepare_run(const AgentConfig& config) {
   if (config.worker_argv.empty()) return invalid_argument("no worker program to run");
   if (config.nproc_per_node < 1) {
@@ -77,8 +82,7 @@ Result<RunSetup> prepare_run(const AgentConfig& config) {
   RunSetup setup;
   setup.base_env = current_environment();
   setup.worker_argv = config.worker_argv;
-  char host[256] = {};
-  setup.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "localhost";
+  setup.hostname = this_host();
 
   GroupContext& g = setup.group;
   g.role = config.role;

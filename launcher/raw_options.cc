@@ -67,7 +67,8 @@ constexpr std::array<OptionSpec, 45> kOptions{{
     {"event_log_handler", "", false, "null", "Accepted: null only"},
     {"event_log", "", false, "",
      "Append this node's events (rounds, workers started and exited, restarts, failure, end) "
-     "to FILE as JSON lines; - for stderr (docs/event_log.md)"},
+     "to FILE as JSON lines; - for stderr; {host} in FILE becomes the hostname "
+     "(docs/event_log.md)"},
     {"launcher", "", false, "auto", "How nodes are reached: auto, local, ssh, slurm or pbs"},
     {"hosts", "", false, "", "ssh launch on these hosts: h1,h2:4 (HOST[:SLOTS])"},
     {"hostfile", "", false, "", "ssh launch on the hosts of FILE (`HOST slots=N` lines)"},

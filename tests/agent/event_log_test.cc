@@ -499,6 +499,14 @@ TEST_CASE("event log: paths the event log cannot open are refused naming the pat
   CHECK(FileEventSink::open("-"));
 }
 
+TEST_CASE("event log: {host} in the path becomes this machine's name", "[event_log]") {
+  CHECK(expand_event_log_path("logs/events.{host}.jsonl", "gpu7") == "logs/events.gpu7.jsonl");
+  CHECK(expand_event_log_path("{host}/{host}", "n1") == "n1/n1");
+  CHECK(expand_event_log_path("plain.jsonl", "n1") == "plain.jsonl");
+  CHECK(expand_event_log_path("{hostname}.{host", "n1") == "{hostname}.{host");
+  CHECK(expand_event_log_path("-", "n1") == "-");
+}
+
 TEST_CASE("event log: a file the user may not write is refused", "[event_log]") {
   if (::geteuid() == 0) ddp::testing::skip("root may write any file: nothing to refuse");
   TempDir dir;

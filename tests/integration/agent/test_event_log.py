@@ -222,6 +222,13 @@ class EventLogTest(SingleNodeBase):
         self.assertEqual(names(events).count("join"), 2)
         self.assertEqual(names(events).count("finish"), 2)
 
+    def test_host_in_the_path_becomes_this_machines_name(self):
+        pattern = os.path.join(self.tmp.name, "events.{host}.jsonl")
+        r = self.run_ddprun(1, "ok", extra=["--event-log", pattern])
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        path = os.path.join(self.tmp.name, "events.%s.jsonl" % os.uname().nodename)
+        self.assertEqual(read_events(path)[-1]["event"], "finish")
+
     def test_dash_writes_to_stderr_and_pet_variable(self):
         r = self.run_ddprun(2, "ok", extra=["--event-log", "-"])
         self.assertEqual(r.returncode, 0, r.stderr.decode())
