@@ -1,13 +1,9 @@
 // The etcd coordinator's fence against a real etcd (tests/etcd/etcd_cluster.h): its writes
 // hold only while P/coordinator is still its claim (create_revision). A deposed coordinator
 // writes nothing and reports kPeerGone; one whose claim holds writes the round.
-#include "agent/etcd_coordinator.h"
-
-// Designated initializers leave the other fields at their defaults on purpose.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 #include <catch2/catch.hpp>
 
+#include "agent/etcd_coordinator.h"
 #include "rendezvous/membership/wire.h"
 #include "tests/etcd/etcd_cluster.h"
 #include "tests/etcd/etcd_test_util.h"
@@ -15,11 +11,10 @@
 namespace ddp::agent {
 namespace {
 
-using namespace std::chrono_literals;
-using ddp::testing::await;
-using ddp::testing::EtcdCluster;
-using ddp::testing::run_until;
 namespace membership = rendezvous::membership;
+using namespace std::chrono_literals;
+using testing::await;
+using testing::run_until;
 
 std::string join_value() {
   membership::JoinRequest join;
@@ -29,12 +24,14 @@ std::string join_value() {
   return membership::encode_request(join);
 }
 
-TEST_CASE("a coordinator whose claim was taken writes nothing; one whose claim holds writes",
+TEST_CASE("a coordinator whose claim was taken writes nothing, the claim holder writes",
           "[coordinator]") {
-  EtcdCluster cluster;
+  testing::EtcdCluster cluster;
+  etcd::ClientOptions options;
+  options.endpoints = cluster.endpoints();
+  options.request_timeout = 15s;
   boost::asio::io_context io;
-  etcd::Client client(io.get_executor(),
-                      {.endpoints = cluster.endpoints(), .request_timeout = 15s});
+  etcd::Client client(io.get_executor(), options);
   const EtcdKeys keys("/t", "job");
   auto old_lease = await(io, client.grant(30s));
   auto new_lease = await(io, client.grant(30s));
