@@ -18,10 +18,6 @@ namespace asio = boost::asio;
 namespace membership = rendezvous::membership;
 using namespace std::chrono_literals;
 
-etcd::Transport transport(const EtcdSettings& s) {
-  return {.tls = s.tls, .cacert = s.cacert, .cert = s.cert, .key = s.key};
-}
-
 etcd::ClientOptions call_options(const EtcdSettings& s) {
   // The first calls wait for etcd for read_timeout, but never past the join timeout.
   auto budget =
@@ -29,7 +25,7 @@ etcd::ClientOptions call_options(const EtcdSettings& s) {
   return {.endpoints = s.endpoints,
           .request_timeout = std::max<std::chrono::milliseconds>(budget, 1s),
           .attempt_timeout = 2s,
-          .transport = transport(s)};
+          .transport = etcd_transport(s)};
 }
 
 etcd::ClientOptions keep_alive_options(const EtcdSettings& s) {
@@ -38,7 +34,7 @@ etcd::ClientOptions keep_alive_options(const EtcdSettings& s) {
           .request_timeout = std::max<std::chrono::milliseconds>(third, 300ms),
           .attempt_timeout = std::min<std::chrono::milliseconds>(
               std::max<std::chrono::milliseconds>(third, 300ms), 1s),
-          .transport = transport(s)};
+          .transport = etcd_transport(s)};
 }
 
 std::string finished_text(const membership::JobFinished& f) {
@@ -118,7 +114,7 @@ asio::awaitable<void> EtcdBackend::run_join() {
        .start_revision = mine->revision + 1,
        .reconnect_for = reconnect,
        .attempt_timeout = 2s,
-       .transport = transport(settings_)},
+       .transport = etcd_transport(settings_)},
       [this](std::vector<etcd::WatchEvent> events) { on_events(events); },
       [this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); });
   coordinator_watch_ = etcd::Watch::start(
@@ -128,7 +124,7 @@ asio::awaitable<void> EtcdBackend::run_join() {
        .start_revision = mine->revision + 1,
        .reconnect_for = reconnect,
        .attempt_timeout = 2s,
-       .transport = transport(settings_)},
+       .transport = etcd_transport(settings_)},
       [this](std::vector<etcd::WatchEvent> events) { on_coordinator_change(events); },
       [this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); });
   co_await campaign();
@@ -162,8 +158,10 @@ asio::awaitable<void> EtcdBackend::campaign() {
   campaigning_ = false;
   if (!r) co_return lost(r.status());
   if (!r->succeeded) co_return;
+  // r->revision is the winning txn's: P/coordinator's create_revision, the fence.
   coordinator_ = std::make_unique<EtcdCoordinator>(
-      io_, client_, keys_, setup_.group.run_id, lease_, node_key_,
+      io_, client_, keys_, setup_.group.run_id, lease_, node_key_, r->revision,
+      coordinator_gone_revision_,
       [this](Status why) { lost(Status(why.code(), "coordinating the job: " + why.message())); });
   coordinator_->start();
 }
@@ -201,8 +199,12 @@ asio::awaitable<void> EtcdBackend::keep_alive() {
 
 void EtcdBackend::on_coordinator_change(const std::vector<etcd::WatchEvent>& events) {
   if (closed_ || lost_ || finished_) return;
-  const bool freed = std::any_of(events.begin(), events.end(),
-                                 [](const etcd::WatchEvent& e) { return e.deleted; });
+  bool freed = false;
+  for (const auto& e : events) {
+    if (!e.deleted) continue;
+    freed = true;
+    coordinator_gone_revision_ = e.kv.mod_revision;  // where a successor orders the loss
+  }
   if (!freed) return;
   if (coordinator_) return;  // not this node's key: its lease is alive while this runs
   if (running_round_ && !stop_told_) {

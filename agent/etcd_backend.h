@@ -88,6 +88,7 @@ class EtcdBackend final : public RendezvousBackend {
   bool stop_told_ = false;                      // on_stop_workers given for running_round_
   std::optional<rendezvous::membership::RoundComplete> held_round_;
   std::optional<std::string> leave_reason_;
+  std::int64_t coordinator_gone_revision_ = 0;  // the last coordinator key deletion seen
   bool campaigning_ = false;
   bool first_round_seen_ = false;
   bool finished_ = false;

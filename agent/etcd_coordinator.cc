@@ -24,27 +24,11 @@ membership::Config lease_liveness(membership::Config c) {
   return c;
 }
 
-std::string encode_state(std::uint64_t round, std::uint32_t restarts, std::uint32_t departures) {
-  return etcd::Json{{"round", round}, {"restart_count", restarts}, {"departures", departures}}
-      .dump();
-}
-
-struct State {
-  std::uint64_t round = 0;
-  std::uint32_t restart_count = 0;
-  std::uint32_t departures = 0;
-};
-std::optional<State> decode_state(const std::string& text) {
-  etcd::Json j = etcd::Json::parse(text, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  return State{j.value("round", std::uint64_t{0}), j.value("restart_count", 0u),
-               j.value("departures", 0u)};
-}
-
 }  // namespace
 
 EtcdCoordinator::EtcdCoordinator(asio::io_context& io, etcd::Client& client, EtcdKeys keys,
                                  std::string run_id, std::int64_t lease, std::string own_node_key,
+                                 std::int64_t fence_revision, std::int64_t gone_revision,
                                  std::function<void(Status)> on_fatal)
     : io_(io),
       client_(client),
@@ -52,6 +36,8 @@ EtcdCoordinator::EtcdCoordinator(asio::io_context& io, etcd::Client& client, Etc
       run_id_(std::move(run_id)),
       lease_(lease),
       own_node_key_(std::move(own_node_key)),
+      fence_revision_(fence_revision),
+      gone_revision_(gone_revision),
       on_fatal_(std::move(on_fatal)),
       timer_(io) {}
 
@@ -97,8 +83,10 @@ asio::awaitable<Status> EtcdCoordinator::take_over() {
   auto state = co_await client_.range(keys_.state());
   if (!*alive) co_return Status::ok();
   if (!state) co_return state.status();
+  std::optional<JobState> facts;
   if (!state->kvs.empty()) {
-    if (auto facts = decode_state(state->kvs[0].value)) {
+    facts = decode_job_state(state->kvs[0]);
+    if (facts) {
       resume_round_ = facts->round + 1;
       resume_restarts_ = facts->restart_count;
       resume_departures_ = facts->departures;
@@ -107,21 +95,52 @@ asio::awaitable<Status> EtcdCoordinator::take_over() {
       spdlog::warn("{} does not hold ddprun's job state; ignored", keys_.state());
     }
   }
-  // Nodes and requests at one revision; older requests belong to earlier coordinators'
-  // rounds and are not replayed (only the nodes are).
+  // Nodes and requests at one revision (P/nodes/ sorts before P/req/, and nothing of the
+  // job's lies between them).
   const std::string from = keys_.nodes();
   const std::string to = etcd::prefix_end(keys_.requests());
-  auto present = co_await client_.range(keys_.nodes(), etcd::prefix_end(keys_.nodes()));
+  auto present = co_await client_.range(from, to);
   if (!*alive) co_return Status::ok();
   if (!present) co_return present.status();
-  std::sort(present->kvs.begin(), present->kvs.end(),
-            [](const etcd::KeyValue& a, const etcd::KeyValue& b) {
-              return a.create_revision < b.create_revision;
-            });
-  spdlog::info("coordinating job {} ({} node(s) present{})", run_id_, present->kvs.size(),
-               resume_round_ ? ", resuming at round " + std::to_string(*resume_round_) : "");
-  for (const auto& kv : present->kvs) on_node_put(kv);
-  if (job_ && resume_round_ && !finished_) {
+  std::vector<etcd::KeyValue> nodes, requests;
+  for (auto& kv : present->kvs) {
+    if (keys_.node_of(kv.key)) {
+      nodes.push_back(std::move(kv));
+    } else if (keys_.requester_of(kv.key)) {
+      requests.push_back(std::move(kv));
+    }
+  }
+  const TakeoverPlan plan =
+      plan_takeover(keys_, finished_ ? std::nullopt : facts, nodes, requests, gone_revision_);
+  if (plan.resume_running) {
+    const auto gone = std::count(plan.roster_nodes.begin(), plan.roster_nodes.end(), std::nullopt);
+    const auto replayed =
+        std::count_if(plan.steps.begin(), plan.steps.end(),
+                      [](const ReplayStep& s) { return s.kind == ReplayStep::Kind::kRequest; });
+    spdlog::info(
+        "coordinating job {} ({} node(s) present; taking over its running round {}: {} of its "
+        "{} node(s) gone, {} request(s) since revision {} replayed)",
+        run_id_, nodes.size(), facts->round, gone, facts->roster.size(), replayed, facts->revision);
+    resume_running(*facts, plan, nodes);
+  } else {
+    spdlog::info("coordinating job {} ({} node(s) present{})", run_id_, nodes.size(),
+                 resume_round_ ? ", resuming at round " + std::to_string(*resume_round_) : "");
+  }
+  for (const ReplayStep& step : plan.steps) {
+    if (stopped_) co_return Status::ok();
+    switch (step.kind) {
+      case ReplayStep::Kind::kJoin:
+        on_node_put(nodes[step.index]);
+        break;
+      case ReplayStep::Kind::kRequest:
+        on_request(requests[step.index]);
+        break;
+      case ReplayStep::Kind::kGone:
+        on_participant_gone(facts->roster[step.index]);
+        break;
+    }
+  }
+  if (job_ && resume_round_ && !finished_ && !plan.resume_running) {
     membership::Events out;
     job_->complete_if_ready(Clock::now(), out);
     deliver(std::move(out));
@@ -217,6 +236,43 @@ void EtcdCoordinator::on_node_deleted(const std::string& node_key) {
   deliver(std::move(out));
 }
 
+void EtcdCoordinator::resume_running(const JobState& state, const TakeoverPlan& plan,
+                                     const std::vector<etcd::KeyValue>& nodes) {
+  std::vector<std::pair<membership::NodeId, membership::NodeInfo>> participants;
+  std::optional<membership::Config> config;
+  for (std::size_t i = 0; i < state.roster.size(); ++i) {
+    const RosterEntry& entry = state.roster[i];
+    membership::NodeInfo info;
+    info.node_key = entry.node_key;
+    if (const auto& at = plan.roster_nodes[i]) {
+      auto decoded = membership::decode_request(nodes[*at].value);
+      if (auto* join = decoded.state == membership::DecodeState::kComplete
+                           ? std::get_if<membership::JoinRequest>(&decoded.message)
+                           : nullptr) {
+        info = join->node;
+        if (!config) config = join->config;
+      }
+      ids_[entry.node_key] = entry.id;
+      nodes_[entry.id] = Node{entry.node_key, false};
+      ++present_;
+    }
+    participants.emplace_back(entry.id, std::move(info));
+  }
+  if (!config) return;  // the recorded JOINs do not decode: a prefix holding other data
+  const auto now = Clock::now();
+  job_ = std::make_unique<membership::Job>(run_id_, lease_liveness(*config), false, now);
+  job_->resume_running(state.round, state.restart_count, state.departures, std::move(participants),
+                       now);
+}
+
+void EtcdCoordinator::on_participant_gone(const RosterEntry& entry) {
+  if (!job_ || finished_) return;
+  membership::Events out;
+  job_->remove_node(entry.id, membership::GoneReason::kConnectionClosed,
+                    "its etcd lease expired or was revoked", Clock::now(), out);
+  deliver(std::move(out));
+}
+
 void EtcdCoordinator::on_request(const etcd::KeyValue& kv) {
   auto node_key = keys_.requester_of(kv.key);
   auto it = node_key ? ids_.find(*node_key) : ids_.end();
@@ -258,8 +314,12 @@ void EtcdCoordinator::deliver(membership::Events events) {
     if (std::holds_alternative<membership::RoundComplete>(e.payload) && job_ &&
         job_->round() != state_round_) {
       state_round_ = job_->round();
-      writes_.push_back(etcd::op_put(
-          keys_.state(), encode_state(job_->round(), job_->restart_count(), job_->departures())));
+      JobState facts{job_->round(), job_->restart_count(), job_->departures(), {}, 0};
+      for (membership::NodeId id : job_->roster()) {
+        if (auto p = nodes_.find(id); p != nodes_.end())
+          facts.roster.push_back({p->second.key, id});
+      }
+      writes_.push_back(etcd::op_put(keys_.state(), encode_job_state(facts)));
     }
     if (n == nodes_.end()) continue;  // gone meanwhile
     char id[48];
@@ -302,8 +362,19 @@ asio::awaitable<void> EtcdCoordinator::write_queue() {
       txn.success.push_back(std::move(writes_.front()));
       writes_.pop_front();
     }
+    // The fence: only while P/coordinator is still this agent's claim.
+    txn.compare.push_back(etcd::compare_create_revision(keys_.coordinator(), fence_revision_));
     auto r = co_await client_.txn(std::move(txn));
     if (!*alive) co_return;
+    // A refused fence, or a put under this agent's lease after it expired: deposed.
+    if (r ? !r->succeeded : r.status().code() == ErrorCode::kNotFound) {
+      writing_ = false;
+      fatal(peer_gone("this agent no longer coordinates job '" + run_id_ + "': its claim on " +
+                      keys_.coordinator() +
+                      " is gone (its etcd lease expired while it was paused or cut off) and "
+                      "another agent took over; its writes are refused"));
+      co_return;
+    }
     if (!r) {
       writing_ = false;
       fatal(Status(r.status().code(), "cannot write the job's events: " + r.status().message()));

@@ -5,8 +5,14 @@
 // It reads them at a revision R, replays them in order, then watches from R + 1. Outputs are
 // event keys per node, written in order in txns of at most 128 puts; the job's durable facts
 // (round, restart count, departures) go to P/state with every round, and its end to
-// P/finished. A coordinator that takes over resumes from P/state and completes the round at
-// once with the nodes present; one that finds P/finished re-sends that end to every node.
+// P/finished. A coordinator that takes over resumes the round recorded in P/state and replays
+// what happened since it began (etcd_takeover.h); one that finds P/finished re-sends that end
+// to every node.
+//
+// Fencing: every write is a txn that holds only while P/coordinator's create_revision is
+// `fence_revision` (the revision of this agent's winning election txn). A coordinator that
+// was deposed (its lease expired while it was paused or cut off, and another won) writes
+// nothing: its txn fails and it goes to on_fatal with kPeerGone.
 //
 // Liveness of nodes is their leases only: the Job's heartbeat budget is set beyond reach.
 // Errors it cannot get past (etcd refuses its writes for request_timeout, a watch lost)
@@ -27,6 +33,7 @@
 #include <unordered_map>
 
 #include "agent/etcd_keys.h"
+#include "agent/etcd_takeover.h"
 #include "etcd/client.h"
 #include "etcd/watch.h"
 #include "rendezvous/membership/job.h"
@@ -37,7 +44,10 @@ class EtcdCoordinator {
  public:
   EtcdCoordinator(boost::asio::io_context& io, etcd::Client& client, EtcdKeys keys,
                   std::string run_id, std::int64_t lease, std::string own_node_key,
+                  std::int64_t fence_revision, std::int64_t gone_revision,
                   std::function<void(Status)> on_fatal);
+  // fence_revision: P/coordinator's create_revision, this agent's claim. gone_revision: the
+  // revision at which the previous coordinator's key was seen deleted (0: unknown).
   ~EtcdCoordinator();
   EtcdCoordinator(const EtcdCoordinator&) = delete;
   EtcdCoordinator& operator=(const EtcdCoordinator&) = delete;
@@ -59,6 +69,10 @@ class EtcdCoordinator {
   void on_node_put(const etcd::KeyValue& kv);
   void on_node_deleted(const std::string& node_key);
   void on_request(const etcd::KeyValue& kv);
+  // Resumes the round recorded in P/state with its participants (takeover).
+  void resume_running(const JobState& state, const TakeoverPlan& plan,
+                      const std::vector<etcd::KeyValue>& nodes);
+  void on_participant_gone(const RosterEntry& entry);
   // Events of the Job become writes, in order; the timer is re-armed.
   void deliver(rendezvous::membership::Events events);
   void arm_timer();
@@ -73,6 +87,8 @@ class EtcdCoordinator {
   std::string run_id_;
   std::int64_t lease_;
   std::string own_node_key_;
+  std::int64_t fence_revision_;
+  std::int64_t gone_revision_;
   std::function<void(Status)> on_fatal_;
   std::unique_ptr<rendezvous::membership::Job> job_;
   std::optional<rendezvous::membership::JobFinished> finished_;

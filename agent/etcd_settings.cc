@@ -76,4 +76,8 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
   return s;
 }
 
+etcd::Transport etcd_transport(const EtcdSettings& s) {
+  return {.tls = s.tls, .cacert = s.cacert, .cert = s.cert, .key = s.key};
+}
+
 }  // namespace ddp::agent

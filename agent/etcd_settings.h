@@ -12,6 +12,7 @@
 #include "agent/rdzv_settings.h"
 #include "common/status.h"
 #include "etcd/endpoints.h"
+#include "etcd/http_post.h"
 
 namespace ddp::agent {
 
@@ -31,5 +32,8 @@ bool is_etcd_backend(const std::string& backend);
 // whole number of seconds >= 1, protocol neither http nor https, a TLS file with http, an
 // unknown key.
 Result<EtcdSettings> etcd_settings(const AgentConfig& config);
+
+// How to reach etcd: http, or https with the TLS files.
+etcd::Transport etcd_transport(const EtcdSettings& s);
 
 }  // namespace ddp::agent

@@ -7,10 +7,14 @@
 //  - --gpu-ids or --nproc-per-node given: the GPUs are the user's, else the scheduler's
 //    (SLURM_STEP_GPUS / SLURM_JOB_GPUS) as --gpu-ids would select them.
 // Inside an allocation of several nodes (one agent per node, started by srun or pbsdsh -u),
-// the allocation's topology feeds the c10d multi-node agent (apply_allocation_topology).
+// the allocation's topology feeds the c10d multi-node agent (apply_allocation_topology); with
+// --rdzv-backend etcd the node count and addresses do, and --rdzv-endpoint stays etcd's.
 // A launch from this one process onto other nodes (several hosts or a remote one with
 // --hosts/--hostfile; --launcher pbs on a job of several nodes) is a fan-out: plan_fan_out
 // fills the LaunchPlan that launcher/fanout/ runs.
+#include <string_view>
+
+#include "agent/etcd_settings.h"
 #include "launcher/agent_args.h"
 #include "launcher/cluster/host_match.h"
 #include "launcher/cluster/pbs_nodefile.h"
@@ -117,9 +121,12 @@ Status plan_fan_out(const RawOptions& raw, const LaunchEnvironment& environment,
                               what + " (c10d rendezvous hosted by this ddprun); drop it");
     }
   }
-  if (raw.at("rdzv_backend").given && config.rdzv_backend != "c10d") {
+  // etcd: the agents meet in the user's etcd (--rdzv-endpoint), nothing is hosted here.
+  const bool etcd = raw.at("rdzv_backend").given && agent::is_etcd_backend(config.rdzv_backend);
+  if (raw.at("rdzv_backend").given && config.rdzv_backend != "c10d" && !etcd) {
     return invalid_argument("--rdzv-backend " + config.rdzv_backend + ": the agents of " + what +
-                            " use the c10d rendezvous this ddprun hosts; drop --rdzv-backend");
+                            " use the c10d rendezvous this ddprun hosts (or etcd); drop "
+                            "--rdzv-backend");
   }
   if (raw.at("nnodes").given && config.max_nodes != nodes) {
     return invalid_argument("--nnodes " + raw.at("nnodes").text + " does not match the " +
@@ -127,7 +134,7 @@ Status plan_fan_out(const RawOptions& raw, const LaunchEnvironment& environment,
                             "; drop --nnodes or make its maximum " + std::to_string(nodes));
   }
   if (!raw.at("nnodes").given) config.min_nodes = config.max_nodes = nodes;
-  config.rdzv_backend = "c10d";
+  if (!etcd) config.rdzv_backend = "c10d";
   if (!raw.at("rdzv_id").given) config.run_id = environment.standalone_run_id;
   if (environment.cwd.empty() || environment.cwd.front() != '/') {
     return invalid_argument("cannot tell the working directory the remote agents start in ('" +
@@ -223,6 +230,12 @@ Status apply_allocation_topology(const RawOptions& raw, const LaunchEnvironment&
     config.master_addr = context.endpoint_host;
     return Status::ok();
   }
+  if (agent::is_etcd_backend(config.rdzv_backend)) {  // the user's etcd; nothing hosted here
+    if (!raw.at("local_addr").given) {
+      config.local_addr = context.hosts.at(static_cast<std::size_t>(context.node_rank));
+    }
+    return Status::ok();
+  }
   long long port = kAllocationRdzvPort;
   if (std::string text = cluster::env_value(environment.env, "DDPRUN_RDZV_PORT"); !text.empty()) {
     auto parsed = parse_integer("DDPRUN_RDZV_PORT", text, 1, 65535);
@@ -269,7 +282,10 @@ Status apply_context(const RawOptions& raw, const LaunchEnvironment& environment
                      cluster::ClusterContext context, Invocation& out) {
   auto& config = out.config;
   bool topology_given = false;
+  // An etcd job's --rdzv-endpoint names etcd, not a node of the allocation.
+  const bool etcd = agent::is_etcd_backend(config.rdzv_backend);
   for (const char* key : {"nnodes", "node_rank", "rdzv_endpoint", "master_addr", "standalone"}) {
+    if (etcd && std::string_view(key) == "rdzv_endpoint") continue;
     topology_given = topology_given || raw.at(key).given;
   }
   if (!topology_given && context.nnodes > 1) {

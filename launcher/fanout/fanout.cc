@@ -9,11 +9,13 @@
 #include <memory>
 #include <optional>
 
+#include "agent/etcd_settings.h"
 #include "agent/job_report.h"
 #include "agent/rdzv_settings.h"
 #include "common/signal_name.h"
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/fanout/command_runs.h"
+#include "launcher/fanout/etcd_outcome.h"
 #include "launcher/fanout/launch_checks.h"
 #include "launcher/fanout/local_address.h"
 #include "launcher/fanout/node_launches.h"
@@ -33,6 +35,7 @@ constexpr int kUsageExit = 2;
 constexpr auto kStopMargin = 10s;      // beyond --shutdown-timeout before SIGTERM to ssh
 constexpr auto kKillAfter = 5s;        // SIGTERM to SIGKILL of the ssh/pbsdsh groups
 constexpr auto kFinishedLinger = 30s;  // job finished: the other agents exit by then
+constexpr auto kEtcdRead = 2s;         // an etcd job's end, read when an agent exits
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "ddprun: error: %s\n", message.c_str());
@@ -48,22 +51,30 @@ std::string endpoint_of(const std::string& host, std::uint16_t port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-// The running fan-out: the daemon, the ssh/pbsdsh children, their output, signals, timers.
+// The running fan-out: the daemon (none for an etcd job), the ssh/pbsdsh children, their
+// output, signals, timers.
 class Fanout final : public proc::ProcessObserver {
  public:
-  explicit Fanout(const launcher::Invocation& invocation)
-      : invocation_(invocation), children_(io_, *this), signals_(io_), grace_(io_), linger_(io_) {}
+  Fanout(const launcher::Invocation& invocation, std::optional<agent::EtcdSettings> etcd)
+      : invocation_(invocation),
+        etcd_(std::move(etcd)),
+        children_(io_, *this),
+        signals_(io_),
+        grace_(io_),
+        linger_(io_) {}
 
   int run(const FanoutSite& site_template, std::uint16_t port,
           std::optional<cluster::PbsFlavor> flavor) {
-    rendezvous::ServerOptions options;
-    options.host = "";  // every interface: the nodes dial the advertised address
-    options.port = port;
-    auto server = rendezvous::Server::start(io_, options);
-    if (!server) return usage_error("cannot host the rendezvous: " + server.status().message());
-    server_ = std::move(server).value();
     FanoutSite site = site_template;
-    site.endpoint = endpoint_of(site.endpoint, server_->port());
+    if (!etcd_) {
+      rendezvous::ServerOptions options;
+      options.host = "";  // every interface: the nodes dial the advertised address
+      options.port = port;
+      auto server = rendezvous::Server::start(io_, options);
+      if (!server) return usage_error("cannot host the rendezvous: " + server.status().message());
+      server_ = std::move(server).value();
+      site.endpoint = endpoint_of(site.endpoint, server_->port());
+    }
     auto launches = flavor ? pbs_launches(invocation_, site, *flavor, "pbsdsh")
                            : ssh_launches(invocation_, site);
     if (!launches) return usage_error(launches.status().message());
@@ -72,8 +83,9 @@ class Fanout final : public proc::ProcessObserver {
     signals_.route(invocation_.config.signals_to_handle, [this](int sig) { on_signal(sig); });
     std::string labels;
     for (const auto& launch : launches_) labels += (labels.empty() ? "" : ", ") + launch.label;
-    spdlog::info("job {}: rendezvous on {} for {} node(s); starting the agents: {}",
-                 invocation_.config.run_id, site.endpoint, invocation_.config.max_nodes, labels);
+    spdlog::info("job {}: rendezvous {} {} for {} node(s); starting the agents: {}",
+                 invocation_.config.run_id, etcd_ ? "through etcd" : "on", site.endpoint,
+                 invocation_.config.max_nodes, labels);
     for (std::size_t i = 0; i < launches_.size(); ++i) {
       int id = static_cast<int>(i);
       relay_.set_label(id, launches_[i].label);
@@ -142,7 +154,13 @@ class Fanout final : public proc::ProcessObserver {
     return live_;
   }
 
-  std::optional<rendezvous::membership::JobFinished> finished_job() const {
+  std::optional<rendezvous::membership::JobFinished> finished_job() {
+    if (etcd_) {
+      if (!etcd_outcome_) {
+        etcd_outcome_ = read_etcd_outcome(*etcd_, invocation_.config.run_id, kEtcdRead);
+      }
+      return etcd_outcome_;
+    }
     if (!server_) return std::nullopt;
     return server_->job_outcome(invocation_.config.run_id);
   }
@@ -164,8 +182,10 @@ class Fanout final : public proc::ProcessObserver {
     stopping_ = true;
     if (sig != 0) stop_signal_ = sig;
     for (std::size_t i = 0; i < launches_.size(); ++i) children_.close_stdin(static_cast<int>(i));
-    // pbsdsh tasks have no stdin lifeline: ending the daemon stops their agents.
+    // pbsdsh tasks have no stdin lifeline: ending the daemon stops their agents; an etcd
+    // job has no daemon here, so they get SIGTERM (workers stopped, the node leaves).
     if (invocation_.launch.kind == Kind::kPbs && server_) server_->stop();
+    if (invocation_.launch.kind == Kind::kPbs && etcd_) signal_all(SIGTERM);
     grace_.expires_after(invocation_.config.shutdown_timeout + kStopMargin);
     grace_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
@@ -209,6 +229,8 @@ class Fanout final : public proc::ProcessObserver {
   }
 
   const launcher::Invocation& invocation_;
+  std::optional<agent::EtcdSettings> etcd_;  // an etcd job: no daemon here
+  std::optional<rendezvous::membership::JobFinished> etcd_outcome_;
   asio::io_context io_;
   OutputRelay relay_;
   proc::Spawner children_;
@@ -230,6 +252,24 @@ class Fanout final : public proc::ProcessObserver {
 int run(const launcher::Invocation& invocation, const FanoutProcess& process) {
   const auto& plan = invocation.launch;
   const auto& config = invocation.config;
+  std::optional<cluster::PbsFlavor> flavor;
+  auto find_nodes = [&]() -> Status {
+    if (plan.kind != Kind::kPbs) return probe_ssh_hosts(invocation);
+    auto detected = find_pbs_flavor(process.env);
+    if (!detected) return detected.status();
+    flavor = *detected;
+    return Status::ok();
+  };
+  if (agent::is_etcd_backend(config.rdzv_backend)) {
+    // The agents meet in the user's etcd: nothing is hosted here, nothing to advertise.
+    auto etcd = agent::etcd_settings(config);
+    if (!etcd) return usage_error(etcd.status().message());
+    if (Status s = find_nodes(); !s) return usage_error(s.message());
+    FanoutSite site{process.ddprun, process.cwd, config.rdzv_endpoint, process.env};
+    std::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher
+    Fanout fanout(invocation, std::move(etcd).value());
+    return fanout.run(site, 0, flavor);
+  }
   // The agents' rendezvous settings, checked here so a mistake stops everything up front.
   agent::AgentConfig check = config;
   check.rdzv_endpoint = config.rdzv_endpoint.empty() ? "localhost" : config.rdzv_endpoint;
@@ -244,17 +284,10 @@ int run(const launcher::Invocation& invocation, const FanoutProcess& process) {
     if (!local) return usage_error(local.status().message());
     advertised = *local;
   }
-  std::optional<cluster::PbsFlavor> flavor;
-  if (plan.kind == Kind::kPbs) {
-    auto detected = find_pbs_flavor(process.env);
-    if (!detected) return usage_error(detected.status().message());
-    flavor = *detected;
-  } else if (Status s = probe_ssh_hosts(invocation); !s) {
-    return usage_error(s.message());
-  }
+  if (Status s = find_nodes(); !s) return usage_error(s.message());
   FanoutSite site{process.ddprun, process.cwd, advertised, process.env};
   std::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher
-  Fanout fanout(invocation);
+  Fanout fanout(invocation, std::nullopt);
   return fanout.run(site, port, flavor);
 }
 

@@ -1,6 +1,8 @@
 // The launching ddprun of a multi-node job (LaunchPlan::fan_out): hosts the c10d rendezvous
 // daemon in-process and starts one agent per node, over OpenSSH (kSsh) or through pbsdsh
-// (kPbs, --launcher pbs), then waits for the job.
+// (kPbs, --launcher pbs), then waits for the job. With --rdzv-backend etcd nothing is hosted:
+// the agents get the user's etcd endpoints, and the job's end (exit code, root cause) is read
+// from etcd (etcd_outcome.h) when an agent exits.
 //
 //  - Before anything starts: the rendezvous settings are checked, every ssh host is probed
 //    in parallel (`ssh ... HOST true`, bounded by ConnectTimeout), pbsdsh's flavor is found

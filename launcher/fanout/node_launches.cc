@@ -1,19 +1,21 @@
 #include "launcher/fanout/node_launches.h"
 
+#include "agent/etcd_settings.h"
 #include "launcher/cluster/shell_quote.h"
 #include "launcher/cluster/ssh_command.h"
 
 namespace ddp::launcher::fanout {
 namespace {
 
-// --rdzv-conf as the user gave it, with is_host=false: the daemon is this ddprun's.
-std::string rdzv_conf(const agent::AgentConfig& config) {
+// --rdzv-conf as the user gave it; c10d: with is_host=false (the daemon is this ddprun's).
+std::string rdzv_conf(const agent::AgentConfig& config, bool etcd) {
   std::string out;
   for (const auto& [key, value] : config.rdzv_conf) {
     if (key == "is_host") continue;
-    out += key + "=" + value + ",";
+    out += (out.empty() ? "" : ",") + key + "=" + value;
   }
-  return out + "is_host=false";
+  if (etcd) return out;
+  return out + (out.empty() ? "" : ",") + "is_host=false";
 }
 
 std::vector<std::string> agent_argv(const launcher::Invocation& invocation, const FanoutSite& site,
@@ -33,13 +35,14 @@ std::vector<std::string> agent_options(const launcher::Invocation& invocation,
                                        const FanoutSite& site, const std::string& local_addr,
                                        int slots, bool exit_on_stdin_eof) {
   const agent::AgentConfig& config = invocation.config;
+  const bool etcd = agent::is_etcd_backend(config.rdzv_backend);
   std::vector<std::string> out = {
       "--launcher=local",
       "--nnodes=" + std::to_string(config.min_nodes) + ":" + std::to_string(config.max_nodes),
-      "--rdzv-backend=c10d",
+      "--rdzv-backend=" + std::string(etcd ? config.rdzv_backend : "c10d"),
       "--rdzv-endpoint=" + site.endpoint,
       "--rdzv-id=" + config.run_id,
-      "--rdzv-conf=" + rdzv_conf(config)};
+      "--rdzv-conf=" + rdzv_conf(config, etcd)};
   if (slots > 0) {
     out.push_back("--nproc-per-node=" + std::to_string(slots));
   } else if (!invocation.launch.nproc_per_node.empty()) {

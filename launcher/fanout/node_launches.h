@@ -4,6 +4,7 @@
 //   --launcher=local --nnodes=MIN:MAX --rdzv-backend=c10d --rdzv-endpoint=ADDR:PORT
 //   --rdzv-id=ID --rdzv-conf=<user's keys>,is_host=false [--nproc-per-node=SLOTS]
 //   [--local-addr=HOST] [--exit-on-stdin-eof]
+// With --rdzv-backend etcd: that backend, the user's etcd endpoints and --rdzv-conf as given.
 // --launcher=local: a remote node's own batch-system variables must not re-plan the launch.
 // Over ssh the remote shell runs `cd CWD && exec env VARS... DDPRUN ...` (ssh_command.h,
 // everything quoted); pbsdsh runs the same line through /bin/sh -c (its tasks start in the
@@ -25,11 +26,11 @@ struct NodeLaunch {
   bool stdin_pipe = false;        // ssh: the remote agent's stdin is its lifeline
 };
 
-// Where the agents find the rendezvous this ddprun hosts.
+// Where the agents find the rendezvous this ddprun hosts (or etcd).
 struct FanoutSite {
   std::string ddprun;        // absolute path of ddprun on every node (this binary's)
   std::string cwd;           // absolute working directory of the agents
-  std::string endpoint;      // "ADDR:PORT" ("[v6]:PORT")
+  std::string endpoint;      // "ADDR:PORT" ("[v6]:PORT"); etcd: the user's --rdzv-endpoint
   cluster::Environment env;  // this process's environment (forwarded variables)
 };
 

@@ -152,6 +152,25 @@ void Job::resume(std::uint64_t round, std::uint32_t restart_count, std::uint32_t
   departures_ = departures;
 }
 
+void Job::resume_running(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures,
+                         std::vector<std::pair<NodeId, NodeInfo>> participants, TimePoint now) {
+  advance(now);
+  resume(round, restart_count, departures);
+  roster_.clear();
+  for (auto& [id, info] : participants) {
+    ++visits_;
+    Member& m = members_[id];
+    m.info = std::move(info);
+    m.role = Role::kParticipant;
+    m.group_rank = static_cast<std::uint32_t>(roster_.size());
+    m.join_seq = next_join_seq_++;
+    touch(id, m);
+    roster_.push_back(id);
+  }
+  participant_count_ = roster_.size();
+  state_ = State::kRunning;
+}
+
 void Job::complete_if_ready(TimePoint now, Events& out) {
   advance(now);
   if (state_ == State::kPending && pending_count_ >= config_.min_nodes && pending_count_ > 0) {

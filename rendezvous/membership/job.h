@@ -73,6 +73,13 @@ class Job {
   // Taking over a job whose state machine ran elsewhere (the etcd backend's coordinator died):
   // the job's durable facts. Precondition: no node joined yet. The next round is `round`.
   void resume(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures);
+  // Taking over round `round` while it runs (its coordinator died before the round ended):
+  // `participants` are its nodes in group-rank order, present or not (a gone one is then
+  // given to remove_node). They are running and hold their RoundComplete: nothing is sent.
+  // The reports of that round replayed after this count as they would have (the first
+  // failure moves the restart count once). Precondition: no node joined yet; at least one.
+  void resume_running(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures,
+                      std::vector<std::pair<NodeId, NodeInfo>> participants, TimePoint now);
   // While a round forms with at least MIN nodes: complete it now rather than at MAX or the
   // last call (a taken-over job whose nodes are all known). Nothing otherwise.
   void complete_if_ready(TimePoint now, Events& out);
@@ -87,6 +94,8 @@ class Job {
   State state() const { return state_; }
   std::uint64_t round() const { return round_; }
   std::uint32_t restart_count() const { return restart_count_; }
+  // The participants of the current (or last) round by group rank; some may be gone.
+  const std::vector<NodeId>& roster() const { return roster_; }
   std::size_t node_count() const { return members_.size(); }
   bool has_node(NodeId id) const { return members_.count(id) != 0; }
   // Why `id` was removed by the daemon (missed heartbeats, stop timeout): the message it was

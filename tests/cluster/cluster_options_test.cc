@@ -117,6 +117,25 @@ TEST_CASE("explicit flags win over the Slurm environment", "[cluster][options]")
   CHECK(inv.config.gpu_ids.empty());
 }
 
+TEST_CASE("an etcd job in a Slurm allocation or fanned out keeps etcd", "[cluster][options]") {
+  // Slurm: the allocation gives the node count and address; --rdzv-endpoint stays etcd's.
+  auto inv = ok({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e1:2379,e2"},
+                slurm("node[01-03]", {{"SLURM_NODEID", "2"}}));
+  CHECK(inv.config.rdzv_backend == "etcd");
+  CHECK(inv.config.rdzv_endpoint == "e1:2379,e2");
+  CHECK(inv.config.min_nodes == 3);
+  CHECK(inv.config.max_nodes == 3);
+  CHECK(inv.config.local_addr == "node03");
+  CHECK(inv.config.rdzv_conf.count("is_host") == 0);
+  CHECK(inv.notices.empty());
+  // Fan-out over ssh: the agents get the backend and etcd's endpoints, nothing is hosted.
+  inv = ok({"--hosts", "h1,h2", "--rdzv-backend", "etcd-v3", "--rdzv-endpoint", "e1"});
+  CHECK(inv.launch.fan_out);
+  CHECK(inv.config.rdzv_backend == "etcd-v3");
+  CHECK(inv.config.rdzv_endpoint == "e1");
+  CHECK(inv.config.max_nodes == 2);
+}
+
 TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent", "[cluster][options]") {
   // Node 1 of 2: joins the daemon that node01 (rank 0) hosts, advertises its own name.
   auto inv = ok({}, slurm("node[01-02]", {{"SLURM_NODEID", "1"}, {"SLURM_STEP_GPUS", "0,1"}}));

@@ -53,6 +53,18 @@ TEST_CASE("agent options: rendezvous, node count, slots, local address, stdin li
   CHECK(h2.back() == "--job-report-by-launcher");
 }
 
+TEST_CASE("agent options of an etcd job: its backend, etcd's endpoints, the conf as given",
+          "[fanout]") {
+  auto inv = parse_ok({"--hosts", "h1,h2", "--rdzv-backend", "etcd", "--rdzv-endpoint",
+                       "e1:2379,e2", "--rdzv-conf", "lease_ttl=2", "train.py"});
+  fanout::FanoutSite etcd_site = site();
+  etcd_site.endpoint = inv.config.rdzv_endpoint;
+  auto options = fanout::agent_options(inv, etcd_site, "h1", 0, true);
+  CHECK(options[2] == "--rdzv-backend=etcd");
+  CHECK(options[3] == "--rdzv-endpoint=e1:2379,e2");
+  CHECK(options[5] == "--rdzv-conf=lease_ttl=2");  // no is_host: no daemon anywhere
+}
+
 TEST_CASE("ssh launches: one per host, quoted remote command, stdin kept", "[fanout]") {
   auto inv = parse_ok({"--hosts", "h1,h2:3", "--ssh-port", "2222", "--ssh-user", "bob",
                        "--forward-env", "NCCL_*", "train.py", "a b; rm -rf /"});

@@ -29,6 +29,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+import etcd  # noqa: E402
 from procs import OutputProcess, wait_for  # noqa: E402
 
 DDPRUN = None
@@ -355,6 +356,38 @@ class SshTest(FanoutCase):
         self.assertEqual(sorted(lines), ["0", "1", "2"], launcher.stdout())
         self.assertIn("finished with exit code 0", launcher.stderr())
 
+    def test_an_etcd_job_on_two_ssh_hosts(self):
+        # etcd runs on the bridge (this namespace); the launching ddprun hosts nothing: the
+        # agents get --rdzv-backend etcd and etcd's endpoint, and the job's exit code and root
+        # cause come from etcd's record of its end.
+        try:
+            store = etcd.Cluster(1, host=self.prefix + "254")
+        except etcd.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(store.stop)
+        args = self.ssh_args()
+        args[args.index("--rdzv-conf") + 1] = "last_call_timeout=0.2,lease_ttl=2,join_timeout=60"
+        script = ('echo "rank $RANK of $WORLD_SIZE"; touch "$MARK_DIR/printed.$RANK"; '
+                  '[ "$RANK" = 3 ] || exit 0; '
+                  'while [ "$(ls "$MARK_DIR" | grep -c "^printed")" -lt 4 ]; do sleep 0.05; done; '
+                  'exit 6')
+        launcher = self.start(args + ["--rdzv-backend", "etcd", "--rdzv-endpoint",
+                                      store.endpoints(), "--rdzv-id", "ssh-etcd",
+                                      "--no-python", "/bin/sh", "-c", script],
+                              GLOO_SOCKET_IFNAME="fan0")
+        self.assertEqual(launcher.wait(60), 6, launcher.stderr())
+        err = launcher.stderr()
+        self.assertIn("rendezvous through etcd %s" % store.endpoints(), err)
+        self.assertNotIn("rendezvous on", err)
+        for addr in self.addrs:
+            self.assertRegex(err, r"\[%s\] .*joined job ssh-etcd through etcd" % re.escape(addr))
+        self.assertEqual(err.count("Root Cause (first observed failure)"), 1, err)
+        self.assertRegex(err[err.index("Root Cause"):], r"exitcode\s+: 6")
+        ranks = re.findall(r"^\[\S+\] \[default\d\]:rank (\d) of 4$", launcher.stdout(), re.M)
+        self.assertEqual(sorted(ranks), ["0", "1", "2", "3"], launcher.stdout())
+        self.assertIn("/ddprun/ssh-etcd/finished", store.keys("/ddprun/ssh-etcd/"))
+        self.assert_nothing_left()
+
     def test_an_unreachable_host_is_refused_before_anything_starts(self):
         nowhere = self.prefix + "99"  # on the bridge's subnet, but no machine has it
         launcher = self.start(self.ssh_args(hosts=[self.addrs[0], nowhere]) +
@@ -438,6 +471,37 @@ class PbsTest(FanoutCase):
         launcher.proc.send_signal(signal.SIGINT)
         self.assertEqual(launcher.wait(60), 128 + signal.SIGINT, launcher.stderr())
         self.assert_nothing_left()
+
+
+class PbsEtcdTest(PbsTest):
+    """--launcher pbs with --rdzv-backend etcd: the agents meet in a real etcd; the launching
+    ddprun starts no daemon and takes the job's end from etcd."""
+
+    def setUp(self):
+        super().setUp()
+        try:
+            self.store = etcd.Cluster(1)
+        except etcd.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(self.store.stop)
+
+    def pbs(self, args):
+        return self.start(["--launcher", "pbs", "--nproc-per-node", "2", "--shutdown-timeout", "5",
+                           "--rdzv-backend", "etcd", "--rdzv-endpoint", self.store.endpoints(),
+                           "--rdzv-conf", "last_call_timeout=0.2,lease_ttl=2"] + args,
+                          PBS_JOBID="78.pbs-server", PBS_NODEFILE=self.nodefile, HOME=self.home,
+                          PATH=os.path.join(HERE, "fake_bin") + ":" + os.environ["PATH"])
+
+    def test_one_agent_per_node_and_the_jobs_exit_code(self):
+        super().test_one_agent_per_node_and_the_jobs_exit_code()
+        err = self.launchers[-1].stderr()
+        self.assertIn("rendezvous through etcd " + self.store.endpoints(), err)
+        self.assertNotIn("rendezvous on", err)  # no daemon on the launching host
+        for host in (self.host, "127.0.0.3"):
+            self.assertRegex(err, r"\[%s\] .*joined job 78.pbs-server through etcd"
+                             % re.escape(host))
+        self.assertEqual(err.count("Root Cause (first observed failure)"), 1, err)
+        self.assertIn("/ddprun/78.pbs-server/finished", self.store.keys("/ddprun/78.pbs-server/"))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ class Cluster:
         cannot reach them; clients retry until they answer)."""
         self.host = host
         self.prefix = list(prefix)
+        # Where this process reaches the members (in another namespace: nowhere; see _healthy).
+        self.reach = host if not self.prefix else "127.0.0.1"
         if not os.access(ETCD, os.X_OK):
             raise Unavailable("etcd is not installed (apt-get install etcd-server)")
         self.dir = tempfile.mkdtemp(prefix="ddp-etcd-it-", dir="/dev/shm")
@@ -103,13 +105,13 @@ class Cluster:
             import socket
             for port in self.client_ports:
                 try:
-                    socket.create_connection(("127.0.0.1", port), 0.5).close()
+                    socket.create_connection((self.reach, port), 0.5).close()
                 except OSError:
                     return False
             return True
         for port in self.client_ports:
             try:
-                _post("http://127.0.0.1:%d/v3/kv/range" % port, {"key": "AA=="}, 0.5)
+                _post("http://%s:%d/v3/kv/range" % (self.reach, port), {"key": "AA=="}, 0.5)
             except Exception:
                 return False
         return True
@@ -124,7 +126,7 @@ class Cluster:
             if self.procs[i].poll() is not None:
                 continue
             try:
-                st = _post("http://127.0.0.1:%d/v3/maintenance/status" % port, {}, 0.5)
+                st = _post("http://%s:%d/v3/maintenance/status" % (self.reach, port), {}, 0.5)
             except Exception:
                 continue
             if st.get("leader") == st.get("header", {}).get("member_id"):
@@ -138,7 +140,7 @@ class Cluster:
 
     def put(self, key, value):
         import base64
-        _post("http://127.0.0.1:%d/v3/kv/put" % self.client_ports[0],
+        _post("http://%s:%d/v3/kv/put" % (self.reach, self.client_ports[0]),
               {"key": base64.b64encode(key.encode()).decode(),
                "value": base64.b64encode(value.encode()).decode()})
 
@@ -147,9 +149,22 @@ class Cluster:
         import base64
         start = base64.b64encode(prefix.encode()).decode()
         end = base64.b64encode(prefix[:-1].encode() + bytes([ord(prefix[-1]) + 1])).decode()
-        r = _post("http://127.0.0.1:%d/v3/kv/range" % self.client_ports[0],
+        r = _post("http://%s:%d/v3/kv/range" % (self.reach, self.client_ports[0]),
                   {"key": start, "range_end": end, "keys_only": True})
         return [base64.b64decode(kv["key"]).decode() for kv in r.get("kvs", [])]
+
+    def history(self, key):
+        """Every write of `key` still in etcd's history: [(mod_revision, value)], oldest first
+        (read at each revision; the tests' etcd never compacts)."""
+        import base64
+        url = "http://%s:%d/v3/kv/range" % (self.reach, self.client_ports[0])
+        k = base64.b64encode(key.encode()).decode()
+        now = int(_post(url, {"key": k})["header"]["revision"])
+        writes = {}
+        for rev in range(1, now + 1):
+            for kv in _post(url, {"key": k, "revision": rev}).get("kvs", []):
+                writes[int(kv["mod_revision"])] = base64.b64decode(kv.get("value", "")).decode(errors="replace")
+        return sorted(writes.items())
 
     def _kill_all(self):
         for p in self.procs:
