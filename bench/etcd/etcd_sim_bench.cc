@@ -56,8 +56,15 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k) {
   auto coordinator_lease = run(io, client.grant(60s));
   if (!coordinator_lease)
     return std::fprintf(stderr, "%s\n", coordinator_lease.status().message().c_str()), 1;
+  // The coordinator's writes are fenced on its claim of P/coordinator, as an elected agent's.
+  auto claim =
+      run(io, client.txn(ddp::etcd::put_if_absent(keys.coordinator(), "coordinator",
+                                                  coordinator_lease->id)));
+  if (!claim || !claim->succeeded)
+    return std::fprintf(stderr, "cannot claim %s\n", keys.coordinator().c_str()), 1;
   ddp::agent::EtcdCoordinator coordinator(
-      io, client, keys, run_id, coordinator_lease->id, "coordinator", [](ddp::Status s) {
+      io, client, keys, run_id, coordinator_lease->id, "coordinator", claim->revision,
+      /*gone_revision=*/0, [](ddp::Status s) {
         std::fprintf(stderr, "coordinator: %s\n", s.message().c_str());
         std::exit(1);
       });
