@@ -1,23 +1,30 @@
-// The `ddp-rendezvous` daemon: one store Server on one io_context thread until SIGTERM or
-// SIGINT. Called by daemon_main.cc after option parsing and logging set-up.
+// The `ddp-rendezvous` daemon: one store Server, and its status port when asked, on one
+// io_context thread until SIGTERM or SIGINT. Called by daemon_main.cc after option parsing and
+// logging set-up. Built into the program, not the library (the status port is built on it).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include "common/status.h"
 #include "rendezvous/server.h"
+#include "rendezvous/status/status_server.h"
 
 namespace ddp::rendezvous {
 
 struct DaemonOptions {
   ServerOptions server;
   std::string port_file;  // when non-empty, the bound port is written here (then renamed in)
+  // --status-port: the status endpoint (its host is the store's); unset = none.
+  std::optional<status::StatusOptions> status;
+  std::string status_port_file;  // like port_file, for the status port
 };
 
-// Binds, writes the port file, prints exactly one "listening on HOST:PORT" line to `ready`
-// (flushed), serves until SIGTERM/SIGINT, then stops cleanly. Returns OK after a signal;
-// kIo when the port is taken or the port file cannot be written.
+// Binds, writes the port file(s), prints exactly one "listening on HOST:PORT" line to `ready`
+// (flushed; with a status port, a "status on http://HOST:PORT/" line before it), serves until
+// SIGTERM/SIGINT, then stops cleanly. Returns OK after a signal; kIo when the port is taken or the
+// port file cannot be written.
 Status run_daemon(const DaemonOptions& options, std::ostream& ready);
 
 }  // namespace ddp::rendezvous
