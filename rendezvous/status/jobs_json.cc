@@ -24,7 +24,7 @@ json failure_json(const std::optional<m::Failure>& f) {
       {"local_rank", f->local_rank},
       {"rank", f->rank},
       {"exit_code", f->exit_code},
-      {"exit", describe_exit_code(f->exit_code)},
+      {"exit", "exit code " + describe_exit_code(f->exit_code)},
       {"pid", f->pid},
       {"time",
        iso_time(std::chrono::time_point_cast<std::chrono::system_clock::duration>(f->time))},

@@ -37,7 +37,7 @@ summary { cursor: pointer; }
 <div id="nodes"></div>
 <script>
 "use strict";
-const open = {};  // run id -> the user's open/closed choice for its node table
+const openState = {};  // run id -> the user's open/closed choice for its node table
 function esc(s) {
   return String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g,
     c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})[c]);
@@ -67,7 +67,7 @@ function draw(data) {
   document.querySelector("#jobs tbody").innerHTML =
     rows.join("") || '<tr><td colspan="7">no jobs</td></tr>';
   const tables = data.jobs.map(j => {
-    const isOpen = j.run_id in open ? open[j.run_id] : j.nodes.length <= 64;
+    const isOpen = j.run_id in openState ? openState[j.run_id] : j.nodes.length <= 64;
     const nodeRows = j.nodes.map(n =>
       '<tr class="node"><td>' + esc(n.node_key) + "</td><td>" + esc(n.addr) + '</td><td class="num">' +
       esc(n.group_rank === null ? "" : n.group_rank) + "</td><td>" + esc(ranks(n)) +
@@ -81,7 +81,7 @@ function draw(data) {
   const box = document.getElementById("nodes");
   box.innerHTML = tables.join("");
   box.querySelectorAll("details").forEach(d =>
-    d.addEventListener("toggle", () => { open[d.dataset.runId] = d.open; }));
+    d.addEventListener("toggle", () => { openState[d.dataset.runId] = d.open; }));
 }
 async function refresh() {
   try {

@@ -136,7 +136,12 @@ void refuse(tcp::socket socket) {
       "Connection: close\r\n\r\n503 too many status connections; retry\n";
   boost::system::error_code ignored;
   socket.non_blocking(true, ignored);
+  // Read what already arrived: closing with unread bytes would reset the connection, and the
+  // client could lose the 503 before reading it.
+  char drain[4096];
+  socket.read_some(asio::buffer(drain), ignored);
   socket.write_some(asio::buffer(kBusy), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
   socket.close(ignored);
 }
 
