@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "proc/signal_router.h"
+#include "rendezvous/status/status_server.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -65,9 +66,10 @@ Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
   auto bracketed = [](const std::string& host) {
     return host.find(':') != std::string::npos ? "[" + host + "]" : host;
   };
-  if (options.status) {
-    status::StatusOptions status_options = *options.status;
+  if (options.status_port) {
+    status::StatusOptions status_options;
     status_options.host = options.server.host;
+    status_options.port = *options.status_port;
     auto started_status = status::StatusServer::start(io, *server, status_options);
     if (!started_status) return started_status.status();
     status_server = std::move(started_status).value();

@@ -3,21 +3,22 @@
 // logging set-up. Built into the program, not the library (the status port is built on it).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
 
 #include "common/status.h"
 #include "rendezvous/server.h"
-#include "rendezvous/status/status_server.h"
 
 namespace ddp::rendezvous {
 
 struct DaemonOptions {
   ServerOptions server;
   std::string port_file;  // when non-empty, the bound port is written here (then renamed in)
-  // --status-port: the status endpoint (its host is the store's); unset = none.
-  std::optional<status::StatusOptions> status;
+  // --status-port: serve the status endpoint (rendezvous/status/) there, on the store's host,
+  // with its default limits; unset = none.
+  std::optional<std::uint16_t> status_port;
   std::string status_port_file;  // like port_file, for the status port
 };
 

@@ -1,7 +1,8 @@
 #include "rendezvous/status/metrics_text.h"
 
 #include <array>
-#include <cstdio>
+#include <charconv>
+#include <system_error>
 
 #include "rendezvous/protocol.h"
 
@@ -12,11 +13,12 @@ constexpr std::array<membership::JobState, 4> kStates = {
     membership::JobState::kPending, membership::JobState::kRunning, membership::JobState::kStopping,
     membership::JobState::kFinished};
 
-// Numbers as Prometheus reads them: integers exactly, others with enough digits.
+// Numbers as Prometheus reads them: the shortest text that reads back as the same double
+// (0.005, not 0.0050000000000000001), integers exactly.
 std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("NaN");
 }
 std::string number(std::uint64_t v) { return std::to_string(v); }
 

@@ -84,7 +84,7 @@ TEST_CASE("counters: lost nodes by cause, and totals survive the job's retention
   CHECK(v.finished_at);
   CHECK(v.exit_code);
   CHECK(v.nodes.empty());
-  h.run_for(h.registry.next_deadline().value() - h.now + 1ms);  // retention ends
+  h.run_until(h.registry.next_deadline().value() + 1ms);  // retention ends
   CHECK(h.registry.find("job") == nullptr);
   const RegistryTotals& t = h.registry.totals();
   CHECK(t.failures[static_cast<std::size_t>(FailureCause::kConnectionClosed)] == 1);
@@ -96,6 +96,7 @@ TEST_CASE("counters: lost nodes by cause, and totals survive the job's retention
 
 TEST_CASE("counters: a join timeout below MIN is a failure of its own cause", "[counters]") {
   Harness h;
+  h.config.keep_alive_interval = h.config.join_timeout;  // not removed for silence first
   h.join(1);
   h.run_for(h.config.join_timeout);
   CHECK(h.job().state() == JobState::kFinished);

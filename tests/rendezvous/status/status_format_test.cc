@@ -11,7 +11,7 @@
 #include "rendezvous/status/page.h"
 #include "rendezvous/status/process_stats.h"
 #include "rendezvous/status/router.h"
-#include "tests/rendezvous/fake_status_source.h"
+#include "tests/rendezvous/status/fake_status_source.h"
 
 using namespace ddp::rendezvous::status;
 using namespace ddp::rendezvous::status::test;
