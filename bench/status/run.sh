@@ -89,7 +89,8 @@ for mode in plain 1hz 10hz; do
           echo "$(field server_cpu_connect_s "$l") + $(field server_cpu_barrier_s "$l")" | bc -l
         done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   [[ -n $plain_total ]] || plain_total=$t
-  ratio=$(echo "scale=3; $t / $plain_total" | bc -l)
+  ratio=$(printf '%.3f' "$(echo "$t / $plain_total" | bc -l)")
+  cpu=$(printf '%.2f' "$cpu")
   label=$mode; [[ $mode == plain ]] && label="no status port"
   [[ $mode == 1hz ]] && label="status port, /metrics every 1 s"
   [[ $mode == 10hz ]] && label="status port, /metrics every 0.1 s"
