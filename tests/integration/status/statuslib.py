@@ -73,7 +73,8 @@ class Job:
     """Two real ddprun agents (127.0.0.2 and 127.0.0.3, 2 workers each) of one c10d job on the
     daemon; the workers wait for the test's release files (worker.sh)."""
 
-    def __init__(self, tmp, ddprun, daemon_port, run_id, max_restarts=1):
+    def __init__(self, tmp, ddprun, daemon_port, run_id, max_restarts=1, conf=FAST_CONF,
+                 first_extra=()):
         self.marks = os.path.join(tmp, "marks")
         os.makedirs(self.marks, exist_ok=True)
         self.run_id = run_id
@@ -83,9 +84,14 @@ class Job:
         for i, addr in enumerate(self.addrs):
             args = [ddprun, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
                     "--rdzv-endpoint", "127.0.0.1:%d" % daemon_port, "--rdzv-id", run_id,
-                    "--rdzv-conf", FAST_CONF, "--local-addr", addr, "--shutdown-timeout", "5",
-                    "--max-restarts", str(max_restarts), "--no-python", WORKER]
+                    "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5",
+                    "--max-restarts", str(max_restarts)]
+            args += list(first_extra) if i == 0 else []
+            args += ["--no-python", WORKER]
             self.agents.append(OutputProcess(tmp, "agent%d" % i, args, env, timeout=60))
+            if i == 0 and conf != FAST_CONF:  # the first agent hosts the rendezvous
+                wait_for(lambda: "hosting the rendezvous" in self.agents[0].stderr(), 20,
+                         "the first agent to host the rendezvous")
 
     def started(self, attempt):
         return len([n for n in os.listdir(self.marks)

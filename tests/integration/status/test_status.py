@@ -25,7 +25,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 import statuslib  # noqa: E402
-from procs import wait_for  # noqa: E402
+from procs import free_port, wait_for  # noqa: E402
 
 DAEMON = DDPRUN = ARTIFACTS = None
 
@@ -146,6 +146,34 @@ class JobTest(Case):
         self.assertEqual(code, 1)
         self.assertIn("cannot connect to the status port 127.0.0.1:%d" % port, err)
         self.assertEqual(err.count("\n"), 1, err)
+
+
+class EmbeddedTest(unittest.TestCase):
+    """ddprun --status-port on the agent that hosts the rendezvous in-process."""
+
+    def test_host_agent_serves_the_status(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rdzv_port, status_port = free_port(), free_port()
+            conf = statuslib.FAST_CONF.replace(",is_host=false", "")
+            job = statuslib.Job(tmp, DDPRUN, rdzv_port, "embedded", conf=conf,
+                                first_extra=["--status-port", str(status_port)])
+            try:
+                job.wait_started(0)
+                j = statuslib.jobs(status_port)["embedded"]
+                self.assertEqual((j["state"], j["node_count"], j["world_size"]),
+                                 ("running", 2, 4), j)
+                self.assertEqual(sorted(n["addr"] for n in j["nodes"]), job.addrs)
+                m = statuslib.metrics(status_port)
+                self.assertEqual(m[("ddp_rdzv_job_nodes", '{run_id="embedded"}')], 2)
+                self.assertNotIn("--status-port", job.agents[1].stderr())  # not forwarded
+                job.release(0)
+                job.wait_started(1)
+                self.assertEqual(statuslib.jobs(status_port)["embedded"]["restart_count"], 1)
+                job.release(1)
+                for agent in job.agents:
+                    self.assertEqual(agent.wait(), 0, agent.stderr())
+            finally:
+                job.kill()
 
 
 class MalformedTest(Case):
