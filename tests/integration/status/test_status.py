@@ -254,9 +254,12 @@ class ChromiumTest(Case):
             return path
         if os.geteuid() != 0:
             self.skipTest("chromium is not installed and this is not root")
-        r = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                           capture_output=True, text=True, timeout=900,
-                           env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+        r = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
+        if r.returncode != 0:  # a fresh machine may have no package lists yet
+            subprocess.run(["apt-get", "update"], capture_output=True, timeout=300, env=env)
+            r = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
         path = shutil.which("chromium")
         if not path:
             self.skipTest("cannot install Debian's chromium: " + r.stderr.strip()[-300:])
