@@ -65,6 +65,9 @@ struct AgentConfig {
   std::uint16_t master_port = 29500;
   bool master_port_given = false;  // false: the agent picks a free worker-store port
   std::string local_addr;          // address this node advertises; empty = hostname
+  // --status-port: the rendezvous daemon this node hosts (c10d host, static node rank 0, the
+  // launching ddprun of a fan-out) also serves its read-only status there (docs/status.md).
+  std::optional<std::uint16_t> status_port;
   bool standalone = false;
   // Multi-node agents started by a launching ddprun over ssh (launcher/fanout/): EOF or an
   // error on stdin (the ssh session or the launcher is gone) stops this agent like SIGTERM.

@@ -15,6 +15,7 @@ NodeServers::NodeServers(boost::asio::io_context& io, const AgentConfig& config,
 
 Status NodeServers::start() {
   if (Status s = rdzv_.node_rank ? start_static_daemon() : start_daemon(); !s) return s;
+  if (Status s = start_status(); !s) return s;
   if (rdzv_.node_rank) {  // static: no worker store of its own; the daemon is the store
     store_port_ = daemon_ ? daemon_->port() : 0;
     return Status::ok();
@@ -48,6 +49,26 @@ Status NodeServers::start_static_daemon() {
   daemon_connect_host_ = host->connect_host;
   spdlog::info("node rank 0: hosting the rendezvous and the worker store for job {} on {}:{}",
                run_id_, rdzv_.host, daemon_->port());
+  return Status::ok();
+}
+
+Status NodeServers::start_status() {
+  if (!config_.status_port) return Status::ok();
+  if (daemon_ == nullptr) {
+    spdlog::info("--status-port {} ignored: this node does not host the rendezvous",
+                 *config_.status_port);
+    return Status::ok();
+  }
+  rendezvous::status::StatusOptions options;
+  options.host = daemon_->host();  // the daemon's own bind address: the same interfaces
+  if (options.host == "::" || options.host == "0.0.0.0") options.host.clear();
+  options.port = *config_.status_port;
+  auto status = rendezvous::status::StatusServer::start(io_, *daemon_, options);
+  if (!status) {
+    return Status(status.status().code(),
+                  "cannot serve the rendezvous status: " + status.status().message());
+  }
+  status_ = std::move(status).value();
   return Status::ok();
 }
 
@@ -90,6 +111,7 @@ void NodeServers::when_drained(std::function<void()> done) {
 }
 
 void NodeServers::stop() {
+  if (status_) status_->stop();
   if (store_) store_->stop();
   if (daemon_) daemon_->stop();
 }

@@ -1,5 +1,6 @@
 // What one node of a multi-node job serves (native rendezvous, c10d and static):
-//  - the rendezvous daemon, when this node is the endpoint host: c10d is_host=true demands it,
+//  - the rendezvous daemon, when this node is the endpoint host (and its status port, with
+//    --status-port, bound like the daemon): c10d is_host=true demands it,
 //    is_host unset tries to bind the endpoint (torchrun's inference: it fails when another agent
 //    or daemon has it or the address is not this machine's), is_host=false never hosts; with
 //    the static backend node rank 0 hosts it on --master-addr:--master-port, and it is the
@@ -22,6 +23,7 @@
 #include "agent/rdzv_settings.h"
 #include "common/status.h"
 #include "rendezvous/server.h"
+#include "rendezvous/status/status_server.h"
 
 namespace ddp::agent {
 
@@ -54,7 +56,10 @@ class NodeServers {
   const AgentConfig& config_;
   const RdzvSettings& rdzv_;
   std::string run_id_;
+  Status start_status();
+
   std::unique_ptr<rendezvous::Server> daemon_;
+  std::unique_ptr<rendezvous::status::StatusServer> status_;  // --status-port, on daemon_
   std::string daemon_connect_host_;  // static node rank 0: where its own client connects
   std::unique_ptr<rendezvous::Server> store_;
   std::vector<std::unique_ptr<rendezvous::Server>> retired_stores_;

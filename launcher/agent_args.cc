@@ -7,9 +7,10 @@
 namespace ddp::launcher {
 namespace {
 
-constexpr std::array<std::string_view, 8> kLauncherOnly = {"launcher",     "hosts",      "hostfile",
-                                                           "ssh_command",  "ssh_port",   "ssh_user",
-                                                           "ssh_identity", "forward_env"};
+// status_port: only the node that hosts the rendezvous serves it.
+constexpr std::array<std::string_view, 9> kLauncherOnly = {
+    "launcher", "hosts",        "hostfile",    "ssh_command", "ssh_port",
+    "ssh_user", "ssh_identity", "forward_env", "status_port"};
 
 constexpr std::array<std::string_view, 9> kFanOutSets = {
     "nnodes",    "nproc_per_node", "rdzv_backend",      "rdzv_endpoint",         "rdzv_id",

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "agent/agent.h"
@@ -23,6 +24,7 @@
 #include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
 #include "launcher/preflight.h"
+#include "launcher/status_command.h"
 
 extern char** environ;
 
@@ -69,6 +71,11 @@ ddp::Result<std::string> read_text_file(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `ddprun status ...` reads a daemon's status port (launcher/status_command.h).
+  if (argc >= 2 && std::string_view(argv[1]) == "status") {
+    return ddp::launcher::run_status_command(std::vector<std::string>(argv + 2, argv + argc),
+                                             std::cout, std::cerr);
+  }
   ddp::launcher::LaunchEnvironment environment;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry(*e);

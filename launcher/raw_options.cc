@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 45> kOptions{{
+constexpr std::array<OptionSpec, 46> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -54,6 +54,9 @@ constexpr std::array<OptionSpec, 45> kOptions{{
     {"master_addr", "", false, "127.0.0.1", "Worker store address (static rendezvous)"},
     {"master_port", "", false, "29500", "Worker store port (default: a free port, held open)"},
     {"local_addr", "", false, "", "Address this node advertises (default: hostname)"},
+    {"status_port", "", false, "",
+     "Where this node hosts the rendezvous: serve its read-only HTTP status (/metrics, /api/jobs, "
+     "a page) on PORT (0: a free one); see `ddprun status`"},
     {"signals_to_handle", "", false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "Signals forwarded to workers"},
     {"shutdown_timeout", "", false, "30", "Seconds between SIGTERM and SIGKILL when stopping"},
@@ -101,7 +104,8 @@ std::string env_name(const std::string& key) {
 class Formatter : public CLI::Formatter {
  public:
   std::string make_usage(const CLI::App*, std::string) const override {
-    return "Usage: ddprun [OPTIONS] PROGRAM [ARGS...]\n";
+    return "Usage: ddprun [OPTIONS] PROGRAM [ARGS...]\n"
+           "       ddprun status HOST[:PORT] [RUN_ID] [--json]\n";
   }
 };
 
@@ -122,7 +126,9 @@ Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.footer(
       "Everything from PROGRAM on is passed to the program. Options also read PET_<NAME>\n"
-      "(e.g. PET_NPROC_PER_NODE=4). See the README for GPU selection and Python choice.");
+      "(e.g. PET_NPROC_PER_NODE=4). See the README for GPU selection and Python choice.\n"
+      "`ddprun status HOST[:PORT] [RUN_ID] [--json]` prints the jobs of a rendezvous daemon\n"
+      "started with --status-port PORT (default 29401); docs/status.md.");
   bool version = false;
   app.add_flag("--version", version, "Print ddprun's version and exit");
 

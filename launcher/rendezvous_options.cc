@@ -63,6 +63,12 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
     return invalid_argument("--local-addr is empty; give this node's address or drop it");
   }
   config.local_addr = local_addr.text;
+  const RawValue& status_port = raw.at("status_port");
+  if (status_port.given) {
+    auto status_number = parse_integer(status_port.origin, status_port.text, 0, 65535);
+    if (!status_number) return from(status_port, status_number.status());
+    config.status_port = static_cast<std::uint16_t>(*status_number);
+  }
 
   if (standalone) {
     if (config.max_nodes > 1) {

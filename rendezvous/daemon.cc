@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "proc/signal_router.h"
+#include "rendezvous/status/status_server.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -46,10 +47,12 @@ Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
   // Signals are caught from before the ready line on, so a SIGTERM sent right after it
   // still shuts down cleanly.
   std::unique_ptr<Server> server;
+  std::unique_ptr<status::StatusServer> status_server;
   proc::SignalRouter signals(io);
   signals.route({SIGTERM, SIGINT}, [&](int signo) {
     spdlog::info("signal {} received; shutting down", signo);
     signals.cancel();
+    if (status_server) status_server->stop();
     if (server) server->stop();
     io.stop();
   });
@@ -60,11 +63,28 @@ Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
     Status written = write_port_file(options.port_file, server->port());
     if (!written) return written;
   }
-  const std::string host = server->host();
-  const bool v6 = host.find(':') != std::string::npos;
-  ready << "listening on " << (v6 ? "[" + host + "]" : host) << ':' << server->port() << std::endl;
+  auto bracketed = [](const std::string& host) {
+    return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  };
+  if (options.status_port) {
+    status::StatusOptions status_options;
+    status_options.host = options.server.host;
+    status_options.port = *options.status_port;
+    auto started_status = status::StatusServer::start(io, *server, status_options);
+    if (!started_status) return started_status.status();
+    status_server = std::move(started_status).value();
+    if (!options.status_port_file.empty()) {
+      Status written = write_port_file(options.status_port_file, status_server->port());
+      if (!written) return written;
+    }
+    ready << "status on http://" << bracketed(status_server->host()) << ':' << status_server->port()
+          << "/\n";
+  }
+  ready << "listening on " << bracketed(server->host()) << ':' << server->port() << std::endl;
 
   io.run();
+  // The status server first: its connections read the store server's state.
+  status_server.reset();
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 // logging, run_daemon(), exit code.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 
 #include "common/logging.h"
 #include "rendezvous/daemon.h"
@@ -24,6 +25,13 @@ int main(int argc, char** argv) {
   app.add_option("--max-keys", options.server.limits.max_keys_per_query,
                  "Most keys in one CHECK/WAIT/MULTI_GET/MULTI_SET")
       ->capture_default_str();
+  app.add_option(
+      "--status-port,--status_port", options.status_port,
+      "Serve read-only HTTP status on this port (0 picks a free one; bound like --host): "
+      "/metrics (Prometheus), /api/jobs (JSON), / (a page); see docs/status.md");
+  app.add_option("--status-port-file", options.status_port_file,
+                 "Write the bound status port to this file")
+      ->needs("--status-port");
   CLI11_PARSE(app, argc, argv);
 
   if (auto logging = ddp::init_logging("ddp-rendezvous", log_level); !logging) {

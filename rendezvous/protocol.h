@@ -84,6 +84,7 @@ enum class Op : std::uint8_t {
   kQueueLen,
   kList,
 };
+inline constexpr std::size_t kOpCount = static_cast<std::size_t>(Op::kList) + 1;
 
 // Reply codes of the one-byte replies.
 inline constexpr std::uint8_t kCheckReady = 0;

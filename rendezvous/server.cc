@@ -5,13 +5,13 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <vector>
 
+#include "rendezvous/bind.h"
 #include "rendezvous/session.h"
 
 namespace ddp::rendezvous {
@@ -19,12 +19,6 @@ namespace {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
-
-std::string format_endpoint(const asio::ip::address& address, std::uint16_t port) {
-  const std::string host = address.to_string();
-  return address.is_v6() ? "[" + host + "]:" + std::to_string(port)
-                         : host + ":" + std::to_string(port);
-}
 
 // Shared between the Server object and its accept coroutine, so a Server destroyed
 // while an accept is pending leaves nothing dangling.
@@ -40,11 +34,6 @@ struct Listener {
 // Accepts drained per wake-up: bounded so a connection storm cannot hold up the sessions'
 // replies for long.
 constexpr int kMaxAcceptsPerWakeup = 64;
-
-// Connections the kernel may hold before they are accepted. It caps this at
-// net.core.somaxconn (4096 by default), so a host that expects tens of thousands of workers to
-// connect at once raises that sysctl and the daemon follows; SOMAXCONN would pin it to 4096.
-constexpr int kListenBacklog = 65535;
 
 asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
   for (;;) {
@@ -75,42 +64,6 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
       Session::start(listener->sessions, std::move(next), peer);
     }
   }
-}
-
-Result<tcp::endpoint> resolve_bind_address(asio::io_context& io, const std::string& host,
-                                           std::uint16_t port) {
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(host, ec);
-  if (!ec) return tcp::endpoint(address, port);
-  tcp::resolver resolver(io);
-  auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
-  if (ec || results.empty()) {
-    return invalid_argument("cannot resolve bind address '" + host + "': " + ec.message() +
-                            "; pass an IP address or a resolvable host name to --host");
-  }
-  return results.begin()->endpoint();
-}
-
-Status open_and_bind(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, bool dual_stack) {
-  boost::system::error_code ec;
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec && dual_stack) acceptor.set_option(asio::ip::v6_only(false), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (ec) return io_error("cannot open a listening socket: " + ec.message());
-  acceptor.bind(endpoint, ec);
-  if (ec == asio::error::address_in_use) {
-    return address_in_use("address " + format_endpoint(endpoint.address(), endpoint.port()) +
-                          " is already in use; pick another --port or stop the other process");
-  }
-  if (ec) {
-    return io_error("cannot bind " + format_endpoint(endpoint.address(), endpoint.port()) + ": " +
-                    ec.message());
-  }
-  acceptor.listen(kListenBacklog, ec);
-  if (ec) return io_error("cannot listen: " + ec.message());
-  acceptor.non_blocking(true, ec);  // accept_loop drains bursts with synchronous accepts
-  if (ec) return io_error("cannot make the listening socket non-blocking: " + ec.message());
-  return Status::ok();
 }
 
 class ServerImpl final : public Server {
@@ -150,6 +103,23 @@ class ServerImpl final : public Server {
                                                job->root_cause()};
   }
 
+  ServerStats stats() const override {
+    const SessionContext& ctx = *listener_->sessions;
+    ServerStats s;
+    s.connections = ctx.live.size();
+    s.keys = ctx.store.num_keys();
+    s.queues = ctx.store.queue_count();
+    s.bytes = ctx.store.data_bytes();
+    s.parked_waits = ctx.store.parked_waits();
+    s.ops = ctx.ops;
+    s.native_requests = ctx.native_requests;
+    return s;
+  }
+
+  const rendezvous::membership::Registry& registry() const override {
+    return listener_->sessions->native.registry();
+  }
+
  private:
   std::shared_ptr<Listener> listener_;
   std::uint16_t port_ = 0;
@@ -161,21 +131,9 @@ class ServerImpl final : public Server {
 
 Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, const ServerOptions& options) {
   auto listener = std::make_shared<Listener>(io, options);
-  if (options.host.empty()) {
-    Status v6 = open_and_bind(listener->acceptor, tcp::endpoint(tcp::v6(), options.port), true);
-    // Fall back to IPv4 only when IPv6 itself is unavailable, not when the port is taken.
-    if (!v6 && v6.code() == ErrorCode::kAddressInUse) return v6;
-    if (!v6) {
-      boost::system::error_code ignored;
-      listener->acceptor.close(ignored);
-      Status v4 = open_and_bind(listener->acceptor, tcp::endpoint(tcp::v4(), options.port), false);
-      if (!v4) return v4;
-    }
-  } else {
-    auto endpoint = resolve_bind_address(io, options.host, options.port);
-    if (!endpoint) return endpoint.status();
-    Status bound = open_and_bind(listener->acceptor, *endpoint, false);
-    if (!bound) return bound;
+  if (Status bound = open_listener(listener->acceptor, options.host, options.port, "--port");
+      !bound) {
+    return bound;
   }
   asio::co_spawn(io, accept_loop(listener), asio::detached);
   std::unique_ptr<Server> server = std::make_unique<ServerImpl>(listener);

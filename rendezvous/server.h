@@ -9,6 +9,7 @@
 // io_context's single thread may call stop() or destroy the Server. No locks.
 #pragma once
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "common/status.h"
 #include "rendezvous/limits.h"
 #include "rendezvous/membership/registry.h"
+#include "rendezvous/protocol.h"
 
 namespace ddp::rendezvous {
 
@@ -27,6 +29,17 @@ struct ServerOptions {
   std::uint16_t port = 29400;  // 0 picks a free port
   Limits limits;
   rendezvous::membership::RegistryOptions registry;  // how long finished jobs are remembered
+};
+
+// What the server has served, for the status endpoint (rendezvous/status/). Plain values.
+struct ServerStats {
+  std::size_t connections = 0;  // open store/rendezvous connections
+  std::int64_t keys = 0;        // store keys (values; queues apart)
+  std::size_t queues = 0;
+  std::uint64_t bytes = 0;  // bytes of keys and values held
+  std::size_t parked_waits = 0;
+  std::array<std::uint64_t, kOpCount> ops{};  // TCPStore requests served, by Op
+  std::uint64_t native_requests = 0;          // native rendezvous requests served
 };
 
 class Server {
@@ -58,6 +71,11 @@ class Server {
   // the job's outcome itself (the launching ddprun of an ssh/pbsdsh fan-out).
   virtual std::optional<rendezvous::membership::JobFinished> job_outcome(
       const std::string& run_id) const = 0;
+
+  // Observers for the status endpoint: O(1) counters, and the membership state of every job.
+  // The reference is valid as long as the Server; read it on the io_context thread only.
+  virtual ServerStats stats() const = 0;
+  virtual const rendezvous::membership::Registry& registry() const = 0;
 
  protected:
   Server() = default;

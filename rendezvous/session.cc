@@ -184,6 +184,7 @@ void Session::handle_native(rendezvous::membership::Request request) {
     node_id_ = ctx_->native.attach(*this);
     spdlog::debug("connection from {} is rendezvous node {}", peer(), *node_id_);
   }
+  ++ctx_->native_requests;
   ctx_->native.handle(*node_id_, std::move(request));
 }
 

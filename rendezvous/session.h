@@ -25,7 +25,9 @@
 // so stop() can close them.
 #pragma once
 
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +55,9 @@ struct SessionContext {
   NativeHub native;
   std::vector<char> scratch = std::vector<char>(std::size_t{64} << 10);
   std::unordered_set<Session*> live;
+  // Requests served since start, for the status endpoint: TCPStore ops by Op, native ones.
+  std::array<std::uint64_t, kOpCount> ops{};
+  std::uint64_t native_requests = 0;
 };
 
 class Session final : public Subscriber,

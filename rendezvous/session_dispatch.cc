@@ -8,6 +8,7 @@ namespace ddp::rendezvous {
 
 bool Session::handle(Request& req) {
   Store& store = ctx_->store;
+  ++ctx_->ops[static_cast<std::size_t>(req.op)];
   switch (req.op) {
     case Op::kValidate:
       break;  // the Framer enforced VALIDATE-first; a repeat (magic checked) is harmless

@@ -30,6 +30,8 @@ bool Store::exists(const std::string& key) const {
 
 void Store::write(const std::string& key, std::string value) {
   auto [it, created] = values_.try_emplace(key);
+  data_bytes_ += value.size() + (created ? key.size() : 0);
+  data_bytes_ -= it->second.size();
   if (watchers_.count(key) != 0) {
     std::string old = std::move(it->second);
     it->second = std::move(value);
@@ -90,6 +92,7 @@ std::int64_t Store::delete_key(const std::string& key) {
   auto it = values_.find(key);
   if (it == values_.end()) return 0;
   std::string old = std::move(it->second);
+  data_bytes_ -= key.size() + old.size();
   values_.erase(it);
   notify(WatchEvent::kDeleted, key, old, {});
   return 1;
@@ -199,7 +202,9 @@ void Store::notify(WatchEvent event, const std::string& key, std::string_view ol
 }
 
 void Store::queue_push(const std::string& key, std::string value) {
-  queues_[key].push_back(std::move(value));
+  auto [queue, created] = queues_.try_emplace(key);
+  data_bytes_ += value.size() + (created ? key.size() : 0);
+  queue->second.push_back(std::move(value));
   wake(key, /*at_most_one=*/true);
 }
 
@@ -210,9 +215,13 @@ QueuePopResult Store::queue_pop(const std::string& key) {
   result.length_before = static_cast<std::int64_t>(it->second.size());
   if (!it->second.empty()) {
     result.value = std::move(it->second.front());
+    data_bytes_ -= result.value->size();
     it->second.pop_front();
   }
-  if (it->second.empty()) queues_.erase(it);
+  if (it->second.empty()) {
+    data_bytes_ -= key.size();
+    queues_.erase(it);
+  }
   return result;
 }
 

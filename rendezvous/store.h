@@ -82,8 +82,11 @@ class Store {
   QueuePopResult queue_pop(const std::string& key);
   std::int64_t queue_len(const std::string& key) const;
 
-  // Introspection for tests and logs.
+  // Introspection for tests, logs and the status endpoint. O(1).
   std::size_t parked_waits() const { return waiters_.size(); }
+  std::size_t queue_count() const { return queues_.size(); }
+  // Bytes of every key and value held, queued values included.
+  std::uint64_t data_bytes() const { return data_bytes_; }
 
  private:
   using WaiterId = std::uint64_t;
@@ -105,6 +108,7 @@ class Store {
   void write(const std::string& key, std::string value);
   void forget_waiter(WaiterId id);
 
+  std::uint64_t data_bytes_ = 0;
   std::unordered_map<std::string, std::string> values_;
   std::unordered_map<std::string, std::deque<std::string>> queues_;
   WaiterId next_waiter_ = 1;

@@ -23,6 +23,7 @@
 #include "proc/signal_router.h"
 #include "proc/spawner.h"
 #include "rendezvous/server.h"
+#include "rendezvous/status/status_server.h"
 
 namespace ddp::launcher::fanout {
 namespace {
@@ -74,6 +75,13 @@ class Fanout final : public proc::ProcessObserver {
       if (!server) return usage_error("cannot host the rendezvous: " + server.status().message());
       server_ = std::move(server).value();
       site.endpoint = endpoint_of(site.endpoint, server_->port());
+      if (invocation_.config.status_port) {
+        rendezvous::status::StatusOptions status_options;
+        status_options.port = *invocation_.config.status_port;
+        auto status = rendezvous::status::StatusServer::start(io_, *server_, status_options);
+        if (!status) return usage_error("cannot serve the status: " + status.status().message());
+        status_ = std::move(status).value();
+      }
     }
     auto launches = flavor ? pbs_launches(invocation_, site, *flavor, "pbsdsh")
                            : ssh_launches(invocation_, site);
@@ -224,6 +232,7 @@ class Fanout final : public proc::ProcessObserver {
     signals_.cancel();
     grace_.cancel();
     linger_.cancel();
+    if (status_) status_->stop();
     if (server_) server_->stop();
     io_.stop();
   }
@@ -238,6 +247,7 @@ class Fanout final : public proc::ProcessObserver {
   asio::steady_timer grace_;
   asio::steady_timer linger_;
   std::unique_ptr<rendezvous::Server> server_;
+  std::unique_ptr<rendezvous::status::StatusServer> status_;  // --status-port, on server_
   std::vector<NodeLaunch> launches_;
   int live_ = 0;
   bool stopping_ = false;

@@ -13,7 +13,9 @@ Job::Job(std::string run_id, Config config, bool pinned_ranks, TimePoint now)
       config_(config),
       pinned_ranks_(pinned_ranks),
       now_(now),
-      join_deadline_(now + config.join_timeout) {}
+      join_deadline_(now + config.join_timeout),
+      created_at_(now),
+      forming_since_(now) {}
 
 void Job::advance(TimePoint now) { now_ = std::max(now_, now); }
 
@@ -87,6 +89,7 @@ void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank,
   m.pinned_rank = node_rank;
   if (node_rank) rank_holders_[*node_rank] = id;
   m.join_seq = next_join_seq_++;
+  m.joined_at = now_;
   touch(id, m);
   if (state_ == State::kPending) {
     m.role = Role::kPending;
@@ -208,6 +211,10 @@ void Job::complete_round(Events& out) {
   state_ = State::kRunning;
   last_call_.reset();
   failures_.clear();
+  ++counters_.rounds_completed;
+  counters_.last_round_latency = std::chrono::duration_cast<Duration>(now_ - forming_since_);
+  round_completed_at_ = now_;
+  world_size_ = plan.world_size;
   pending_count_ = 0;
   waiting_count_ += plan.left_out.size();
   participant_count_ = plan.admitted.size();
@@ -224,6 +231,7 @@ void Job::complete_round(Events& out) {
     Member& m = members_.at(id);
     m.role = Role::kParticipant;
     m.group_rank = rank;
+    m.rank_offset = plan.rank_offset[rank];
     m.prev_group_rank.reset();
     m.succeeded = false;
     m.stopped = false;
@@ -274,6 +282,7 @@ void Job::on_deadline(TimePoint now, Events& out) {
         ++visits_;
         out.push_back({id, ErrorEvent{ErrorCode::kTimeout, message}});
       }
+      count_failure(FailureCause::kJoinTimeout);
       finish(false, message, /*notify=*/false, out);
     }
   }

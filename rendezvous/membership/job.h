@@ -37,13 +37,14 @@
 #include <vector>
 
 #include "rendezvous/membership/config.h"
+#include "rendezvous/membership/job_view.h"
 #include "rendezvous/membership/messages.h"
 
 namespace ddp::rendezvous::membership {
 
 class Job {
  public:
-  enum class State : std::uint8_t { kPending, kRunning, kStopping, kFinished };
+  using State = JobState;
 
   // Precondition: validate(config) is OK; with pinned_ranks, min_nodes == max_nodes.
   Job(std::string run_id, Config config, bool pinned_ranks, TimePoint now);
@@ -97,6 +98,8 @@ class Job {
   // The participants of the current (or last) round by group rank; some may be gone.
   const std::vector<NodeId>& roster() const { return roster_; }
   std::size_t node_count() const { return members_.size(); }
+  // Workers of the last completed round's participants (sum of their local world sizes).
+  std::uint64_t world_size() const { return world_size_; }
   bool has_node(NodeId id) const { return members_.count(id) != 0; }
   // Why `id` was removed by the daemon (missed heartbeats, stop timeout): the message it was
   // pushed; nullptr when it was not removed that way (or forget() ran).
@@ -116,6 +119,9 @@ class Job {
   // Member and record visits made by loops so far: lets tests check that work per request
   // stays constant (a scan of all nodes per request would make a K-node job cost ~K^2).
   std::uint64_t visits() const { return visits_; }
+  // Observers (job_view.cc). counters() is O(1); view() copies every node, O(nodes).
+  const JobCounters& counters() const { return counters_; }
+  JobView view() const;
 
  private:
   enum class Role : std::uint8_t { kPending, kParticipant, kWaiting };
@@ -127,7 +133,9 @@ class Job {
     std::optional<std::uint32_t> prev_group_rank;
     std::optional<std::uint32_t> pinned_rank;  // set in jobs with pinned ranks
     std::uint32_t group_rank = 0;
+    std::uint64_t rank_offset = 0;  // of the round it last took part in
     TimePoint expires{};
+    TimePoint joined_at{};
     bool succeeded = false;
     bool stopped = false;
   };
@@ -185,6 +193,15 @@ class Job {
   std::optional<Failure> root_cause_;
   TimePoint finished_at_{};
   mutable std::uint64_t visits_ = 0;
+
+  // Observers' record (job_view.h): never read by the state machine itself.
+  void count_failure(FailureCause cause) { ++counters_.failures[static_cast<std::size_t>(cause)]; }
+  TimePoint created_at_{};
+  TimePoint forming_since_{};  // when the round now forming began to form
+  std::optional<TimePoint> round_completed_at_;
+  std::uint64_t world_size_ = 0;  // of the last completed round
+  std::optional<StopView> last_stop_;
+  JobCounters counters_;
 };
 
 template <typename F>

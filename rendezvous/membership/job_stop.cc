@@ -112,6 +112,14 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
                     : why == GoneReason::kHeartbeatMissed  ? "missed its heartbeats"
                                                            : "did not stop its workers";
   std::string detail = describe(m) + " " + how;
+  if (why == GoneReason::kHeartbeatMissed) {
+    count_failure(FailureCause::kHeartbeatMissed);
+  } else if (why == GoneReason::kStopTimeout) {
+    count_failure(FailureCause::kStopTimeout);
+  } else if (m.role == Role::kParticipant && !m.succeeded && state_ == State::kRunning) {
+    count_failure(why == GoneReason::kLeft ? FailureCause::kNodeLeft
+                                           : FailureCause::kConnectionClosed);
+  }
   if (!why_text.empty()) detail += " (" + why_text + ")";
   if (why == GoneReason::kHeartbeatMissed || why == GoneReason::kStopTimeout) {
     std::string told = "the rendezvous removed this node from job '" + run_id_ + "': " + detail;
@@ -160,9 +168,12 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
   state_ = State::kStopping;
   stop_deadline_ = now_ + config_.close_timeout;
   outcome_ = Outcome::kRestart;
+  forming_since_ = now_;
+  if (reason == StopReason::kWorkerFailed) count_failure(FailureCause::kWorkerFailed);
   if (counts) {
     if (restart_count_ < config_.max_restarts) {
       ++restart_count_;
+      ++counters_.restarts;
     } else {
       outcome_ = Outcome::kFail;
       detail += "; no restarts left (max_restarts " + std::to_string(config_.max_restarts) + ")";
@@ -170,6 +181,7 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
   }
   finish_reason_ = detail;
   const std::optional<Failure> first = earliest_failure();
+  last_stop_ = StopView{reason, detail, first, now_};
   for_each_participant([&](NodeId id, Member& m) {
     if (m.succeeded) mark_stopped(m);  // nothing left to stop there
     out.push_back({id, StopWorkers{round_, reason, detail, first}});
@@ -185,6 +197,8 @@ void Job::mark_stopped(Member& m) {
 
 void Job::maybe_finish_stop(Events& out) {
   if (state_ != State::kStopping || stopped_count_ < participant_count_) return;
+  // Every report of the round is in: the stop's failure is now the round's earliest.
+  if (last_stop_ && !failures_.empty()) last_stop_->failure = earliest_failure();
   if (outcome_ == Outcome::kFail) {
     finish(false, finish_reason_, /*notify=*/true, out);
     return;

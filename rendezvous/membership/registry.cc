@@ -1,5 +1,6 @@
 #include "rendezvous/membership/registry.h"
 
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -49,6 +50,15 @@ Job* Registry::job_of(NodeId conn) {
   return j == jobs_.end() ? nullptr : j->second.job.get();
 }
 
+std::vector<const Job*> Registry::jobs() const {
+  std::vector<const Job*> out;
+  out.reserve(jobs_.size());
+  for (const auto& [run_id, entry] : jobs_) out.push_back(entry.job.get());
+  std::sort(out.begin(), out.end(),
+            [](const Job* a, const Job* b) { return a->run_id() < b->run_id(); });
+  return out;
+}
+
 std::size_t Registry::connections(const std::string& run_id) const {
   auto it = bound_.find(run_id);
   if (it == bound_.end()) return 0;
@@ -80,6 +90,7 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
   if (created) {
     it->second.job =
         std::make_unique<Job>(request.run_id, request.config, request.node_rank.has_value(), now);
+    ++totals_.jobs_created;
   } else if (it->second.job->state() != Job::State::kFinished) {
     const std::string diff = config_mismatch(request.config, it->second.job->config());
     if (!diff.empty()) {
@@ -157,6 +168,17 @@ void Registry::update(std::string run_id) {
   auto it = jobs_.find(run_id);
   if (it == jobs_.end()) return;
   Entry& e = it->second;
+  // What the input changed in the job's counters goes into the daemon-wide totals.
+  const JobCounters& now_counted = e.job->counters();
+  if (now_counted.rounds_completed > e.counted.rounds_completed) {
+    totals_.rounds_completed += now_counted.rounds_completed - e.counted.rounds_completed;
+    totals_.round_latency.observe(now_counted.last_round_latency);
+  }
+  totals_.restarts += now_counted.restarts - e.counted.restarts;
+  for (std::size_t i = 0; i < kFailureCauseCount; ++i) {
+    totals_.failures[i] += now_counted.failures[i] - e.counted.failures[i];
+  }
+  e.counted = now_counted;
   if (e.scheduled) deadlines_.erase({*e.scheduled, run_id});
   e.scheduled.reset();
   const Job& job = *e.job;

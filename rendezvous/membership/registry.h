@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "rendezvous/membership/job.h"
 #include "rendezvous/membership/messages.h"
@@ -48,11 +49,16 @@ class Registry {
   // close).
   std::size_t connections(const std::string& run_id) const;
   std::size_t job_count() const { return jobs_.size(); }
+  // Every job known now (finished ones until their retention ends), by run id.
+  std::vector<const Job*> jobs() const;
+  // Counters summed over every job of the daemon's life, erased ones included.
+  const RegistryTotals& totals() const { return totals_; }
 
  private:
   struct Entry {
     std::unique_ptr<Job> job;
     std::optional<TimePoint> scheduled;  // the key this job has in deadlines_
+    JobCounters counted;                 // the job's counters already added to totals_
   };
 
   Events join(NodeId conn, JoinRequest request, TimePoint now);
@@ -67,6 +73,7 @@ class Registry {
   std::unordered_map<NodeId, std::string> conn_job_;
   std::unordered_map<std::string, std::size_t> bound_;  // run id -> connections in conn_job_
   std::set<std::pair<TimePoint, std::string>> deadlines_;
+  RegistryTotals totals_;
 };
 
 }  // namespace ddp::rendezvous::membership

@@ -25,6 +25,33 @@ TEST_CASE("set, get, num_keys, delete and list", "[store]") {
   CHECK_FALSE(s.check({"b", "a"}));
 }
 
+TEST_CASE("data_bytes counts keys and values held, queues included", "[store]") {
+  Store s;
+  CHECK(s.data_bytes() == 0);
+  s.set("ab", "123");
+  CHECK(s.data_bytes() == 5);
+  s.set("ab", "1");  // overwrite: the key once, the new value
+  CHECK(s.data_bytes() == 3);
+  s.append("ab", "xyz");
+  CHECK(s.data_bytes() == 6);
+  REQUIRE(s.add("n", 10));  // "10"
+  CHECK(s.data_bytes() == 9);
+  CHECK(s.compare_set("ab", "1xyz", "q") == "q");
+  CHECK(s.data_bytes() == 6);
+  s.queue_push("qq", "hello");
+  s.queue_push("qq", "w");
+  CHECK(s.data_bytes() == 6 + 2 + 6);
+  CHECK(s.queue_count() == 1);
+  CHECK(s.queue_pop("qq").value == "hello");
+  CHECK(s.data_bytes() == 6 + 2 + 1);
+  CHECK(s.queue_pop("qq").value == "w");
+  CHECK(s.data_bytes() == 6);
+  CHECK(s.queue_count() == 0);
+  CHECK(s.delete_key("ab") == 1);
+  CHECK(s.delete_key("n") == 1);
+  CHECK(s.data_bytes() == 0);
+}
+
 TEST_CASE("COMPARE_SET on a missing key with an empty expected value stores", "[store]") {
   Store s;
   CHECK(s.compare_set("k", "", "new") == "new");

@@ -1,0 +1,234 @@
+#include "launcher/status_command.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "launcher/http_get.h"
+
+namespace ddp::launcher {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kUnreachable = 1;
+constexpr int kUsage = 2;
+constexpr int kUnknownJob = 3;
+
+constexpr const char* kUsageText =
+    "usage: ddprun status HOST[:PORT] [RUN_ID] [--json]\n"
+    "  Shows the jobs of the rendezvous daemon whose status port (--status-port) is HOST:PORT\n"
+    "  (default port 29401): a table of jobs, or RUN_ID's job and its nodes.\n"
+    "  --json  print the status port's JSON as it is (/api/jobs or /api/jobs/RUN_ID)\n"
+    "exit codes: 0 ok, 1 status port unreachable, 2 bad arguments, 3 unknown RUN_ID\n";
+
+std::string text(const json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+// Fixed-width columns; the last column is left unpadded.
+std::string render(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::ostringstream out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out << line << '\n';
+  }
+  return out.str();
+}
+
+std::string failure_text(const json& job) {
+  const json* f = nullptr;
+  if (job.contains("root_cause") && !job["root_cause"].is_null()) {
+    f = &job["root_cause"];
+  } else if (job.contains("last_failure") && !job["last_failure"].is_null() &&
+             !job["last_failure"]["failure"].is_null()) {
+    f = &job["last_failure"]["failure"];
+  }
+  if (f != nullptr) {
+    std::string message = text((*f)["message"]);
+    message = message.substr(0, message.find('\n'));
+    if (message.size() > 60) message = message.substr(0, 57) + "...";
+    return "rank " + text((*f)["rank"]) + " on " + text((*f)["node_key"]) + ": " +
+           text((*f)["exit"]) + (message.empty() || message == "-" ? "" : " (" + message + ")");
+  }
+  if (job.contains("last_failure") && !job["last_failure"].is_null()) {
+    return text(job["last_failure"]["detail"]);
+  }
+  return "-";
+}
+
+std::vector<std::string> job_row(const json& j) {
+  std::string state = text(j["state"]);
+  if (!j["exit_code"].is_null()) state += " (exit " + text(j["exit_code"]) + ")";
+  return {text(j["run_id"]),     state,
+          text(j["round"]),      text(j["restart_count"]) + "/" + text(j["max_restarts"]),
+          text(j["node_count"]), text(j["world_size"]),
+          failure_text(j)};
+}
+
+const std::vector<std::string> kJobHeader = {"RUN ID", "STATE",   "ROUND",       "RESTARTS",
+                                             "NODES",  "WORKERS", "LAST FAILURE"};
+
+}  // namespace
+
+Result<StatusArgs> parse_status_args(const std::vector<std::string>& args) {
+  StatusArgs out;
+  std::vector<std::string> positional;
+  for (const std::string& a : args) {
+    if (a == "--json") {
+      out.json = true;
+    } else if (a == "-h" || a == "--help") {
+      return cancelled(kUsageText);
+    } else if (!a.empty() && a[0] == '-') {
+      return invalid_argument("unknown option '" + a +
+                              "'; usage: ddprun status HOST[:PORT] "
+                              "[RUN_ID] [--json]");
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.empty() || positional.size() > 2) {
+    return invalid_argument(
+        std::string(positional.empty() ? "no HOST given" : "too many arguments") +
+        "; usage: ddprun status HOST[:PORT] [RUN_ID] [--json]");
+  }
+  std::string endpoint = positional[0];
+  std::string port_text;
+  if (!endpoint.empty() && endpoint.front() == '[') {  // [v6]:port
+    const std::size_t close = endpoint.find(']');
+    if (close == std::string::npos) {
+      return invalid_argument("'" + endpoint + "' has no closing ']'; write [ADDR]:PORT");
+    }
+    if (close + 1 < endpoint.size()) {
+      if (endpoint[close + 1] != ':') {
+        return invalid_argument("'" + endpoint + "': expected ':' after ']'; write [ADDR]:PORT");
+      }
+      port_text = endpoint.substr(close + 2);
+    }
+    out.host = endpoint.substr(1, close - 1);
+  } else if (std::count(endpoint.begin(), endpoint.end(), ':') == 1) {
+    const std::size_t colon = endpoint.find(':');
+    out.host = endpoint.substr(0, colon);
+    port_text = endpoint.substr(colon + 1);
+  } else {
+    out.host = endpoint;  // a name, an IPv4 address or a bare IPv6 address
+  }
+  if (out.host.empty()) return invalid_argument("empty HOST; usage: ddprun status HOST[:PORT]");
+  if (!port_text.empty() || endpoint.back() == ':') {
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
+        port > 65535) {
+      return invalid_argument("status port '" + port_text + "' is not a port number (1..65535)");
+    }
+    out.port = static_cast<std::uint16_t>(port);
+  }
+  if (positional.size() == 2) out.run_id = positional[1];
+  return out;
+}
+
+Result<std::string> format_status_table(const std::string& json_text) {
+  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return protocol_error("the status port's answer is not JSON");
+  }
+  try {
+    if (doc.contains("jobs")) {
+      if (doc["jobs"].empty()) return std::string("no jobs\n");
+      std::vector<std::vector<std::string>> rows{kJobHeader};
+      for (const json& j : doc["jobs"]) rows.push_back(job_row(j));
+      return render(rows);
+    }
+    if (!doc.contains("job")) return protocol_error("the status port's answer has no jobs");
+    const json& j = doc["job"];
+    std::string out = render({kJobHeader, job_row(j)});
+    out += "\n";
+    std::vector<std::vector<std::string>> nodes{
+        {"NODE", "ADDRESS", "GROUP RANK", "RANKS", "WORKERS", "ROLE"}};
+    for (const json& n : j["nodes"]) {
+      std::string ranks = "-";
+      if (!n["first_rank"].is_null()) {
+        ranks = n["first_rank"] == n["last_rank"]
+                    ? text(n["first_rank"])
+                    : text(n["first_rank"]) + "-" + text(n["last_rank"]);
+      }
+      nodes.push_back({text(n["node_key"]), text(n["addr"]), text(n["group_rank"]), ranks,
+                       text(n["local_world_size"]), text(n["role"])});
+    }
+    if (nodes.size() == 1) return out + "no nodes\n";
+    return out + render(nodes);
+  } catch (const json::exception& e) {  // a field of the wrong type
+    return protocol_error(std::string("unexpected JSON from the status port: ") + e.what());
+  }
+}
+
+int run_status_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  auto parsed = parse_status_args(args);
+  if (!parsed) {
+    if (parsed.status().code() == ErrorCode::kCancelled) {
+      out << parsed.status().message();
+      return 0;
+    }
+    err << "ddprun status: error: " << parsed.status().message() << std::endl;
+    return kUsage;
+  }
+  std::string target = "/api/jobs";
+  if (parsed->run_id) {
+    std::string escaped;
+    for (unsigned char c : *parsed->run_id) {
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+        escaped += static_cast<char>(c);
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        escaped += buf;
+      }
+    }
+    target += "/" + escaped;
+  }
+  auto answer = http_get(parsed->host, parsed->port, target, std::chrono::seconds(10));
+  if (!answer) {
+    err << "ddprun status: error: " << answer.status().message() << std::endl;
+    return kUnreachable;
+  }
+  if (answer->status == 404 && parsed->run_id) {
+    err << "ddprun status: error: the daemon has no job '" << *parsed->run_id
+        << "' (finished jobs are kept for 30 min); run `ddprun status " << args.front()
+        << "` to list its jobs" << std::endl;
+    return kUnknownJob;
+  }
+  if (answer->status != 200) {
+    std::string body = answer->body.substr(0, answer->body.find('\n'));
+    err << "ddprun status: error: the status port answered HTTP " << answer->status << ": " << body
+        << std::endl;
+    return kUnreachable;
+  }
+  if (parsed->json) {
+    out << answer->body << '\n';
+    return 0;
+  }
+  auto table = format_status_table(answer->body);
+  if (!table) {
+    err << "ddprun status: error: " << table.status().message() << std::endl;
+    return kUnreachable;
+  }
+  out << *table;
+  return 0;
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,103 @@
+// `ddprun status`: its arguments and the table it prints from the status port's JSON.
+#include "launcher/status_command.h"
+
+#include <catch2/catch.hpp>
+#include <sstream>
+
+using namespace ddp::launcher;
+
+namespace {
+
+// The table with every run of spaces made one: column widths aside.
+std::string collapsed(const std::string& table) {
+  std::string out;
+  for (char c : table) {
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("status arguments: HOST[:PORT] [RUN_ID] [--json]", "[status]") {
+  auto a = parse_status_args({"node0"});
+  REQUIRE(a);
+  CHECK(a->host == "node0");
+  CHECK(a->port == kDefaultStatusPort);
+  CHECK(!a->run_id);
+  CHECK(!a->json);
+  a = parse_status_args({"127.0.0.1:8080", "job-1", "--json"});
+  REQUIRE(a);
+  CHECK(a->host == "127.0.0.1");
+  CHECK(a->port == 8080);
+  CHECK(a->run_id == "job-1");
+  CHECK(a->json);
+  a = parse_status_args({"[::1]:9000"});
+  REQUIRE(a);
+  CHECK(a->host == "::1");
+  CHECK(a->port == 9000);
+  a = parse_status_args({"::1"});
+  REQUIRE(a);
+  CHECK(a->host == "::1");
+  CHECK(a->port == kDefaultStatusPort);
+  CHECK(!parse_status_args({}));
+  CHECK(!parse_status_args({"h:0"}));
+  CHECK(!parse_status_args({"h:99999"}));
+  CHECK(!parse_status_args({"h:x"}));
+  CHECK(!parse_status_args({"h:"}));
+  CHECK(!parse_status_args({"h", "a", "b"}));
+  CHECK(!parse_status_args({"h", "--bogus"}));
+  CHECK_THAT(parse_status_args({"h", "--bogus"}).status().message(),
+             Catch::Contains("usage: ddprun status"));
+}
+
+TEST_CASE("status table of every job, and of one job with its nodes", "[status]") {
+  const std::string jobs = R"({"generated_at":"x","jobs":[
+    {"run_id":"job-a","state":"running","round":2,"restart_count":1,"max_restarts":3,
+     "node_count":2,"world_size":4,"exit_code":null,"root_cause":null,
+     "last_failure":{"reason":"worker_failed","detail":"d","at":"x","failure":
+       {"rank":2,"node_key":"host-b:7","exit":"exit code 3","message":"RuntimeError: boom\nTB"}},
+     "nodes":[]},
+    {"run_id":"job-b","state":"finished","round":1,"restart_count":0,"max_restarts":0,
+     "node_count":0,"world_size":0,"exit_code":0,"root_cause":null,"last_failure":null,
+     "nodes":[]}]})";
+  auto table = format_status_table(jobs);
+  REQUIRE(table);
+  CHECK_THAT(*table, Catch::StartsWith("RUN ID  STATE"));
+  CHECK_THAT(collapsed(*table),
+             Catch::Contains("\njob-a running 2 1/3 2 4 rank 2 on host-b:7: exit code 3"));
+  CHECK_THAT(*table, Catch::Contains("rank 2 on host-b:7: exit code 3 (RuntimeError: boom)"));
+  CHECK_THAT(*table, Catch::Contains("finished (exit 0)"));
+
+  const std::string one = R"({"generated_at":"x","job":
+    {"run_id":"job-a","state":"running","round":1,"restart_count":0,"max_restarts":1,
+     "node_count":2,"world_size":3,"exit_code":null,"root_cause":null,"last_failure":null,
+     "nodes":[
+       {"node_key":"h0:1","addr":"10.0.0.1","group_rank":0,"first_rank":0,"last_rank":1,
+        "local_world_size":2,"role":"participant"},
+       {"node_key":"h1:1","addr":"10.0.0.2","group_rank":1,"first_rank":2,"last_rank":2,
+        "local_world_size":1,"role":"participant"}]}})";
+  table = format_status_table(one);
+  REQUIRE(table);
+  CHECK_THAT(*table, Catch::Contains("NODE  ADDRESS   GROUP RANK  RANKS  WORKERS  ROLE"));
+  CHECK_THAT(*table, Catch::Contains("h0:1  10.0.0.1  0           0-1    2        participant"));
+  CHECK_THAT(*table, Catch::Contains("h1:1  10.0.0.2  1           2      1        participant"));
+
+  CHECK(!format_status_table("not json"));
+  CHECK(!format_status_table("[]"));
+  CHECK(format_status_table(R"({"jobs":[]})").value() == "no jobs\n");
+}
+
+TEST_CASE("ddprun status: a refused connection is one line and exit code 1", "[status]") {
+  std::ostringstream out, err;
+  // Port 1 on loopback: nothing listens there without root.
+  const int code = run_status_command({"127.0.0.1:1"}, out, err);
+  CHECK(code == 1);
+  CHECK(out.str().empty());
+  CHECK_THAT(err.str(), Catch::StartsWith("ddprun status: error: cannot connect to the status "
+                                          "port 127.0.0.1:1"));
+  CHECK(err.str().find('\n') == err.str().size() - 1);
+  std::ostringstream out2, err2;
+  CHECK(run_status_command({}, out2, err2) == 2);
+}
