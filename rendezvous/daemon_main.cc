@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "common/logging.h"
+#include "rendezvous/connection_limits.h"
 #include "rendezvous/daemon.h"
 
 int main(int argc, char** argv) {
@@ -24,7 +25,28 @@ int main(int argc, char** argv) {
   app.add_option("--max-keys", options.server.limits.max_keys_per_query,
                  "Most keys in one CHECK/WAIT/MULTI_GET/MULTI_SET")
       ->capture_default_str();
+  ddp::rendezvous::ConnectionFlags connection;
+  app.add_option("--max-connections", connection.max_connections,
+                 "Most open connections; more are closed at once (default 0: the open-file "
+                 "limit minus max(64, limit/8))");
+  app.add_option("--max-connections-per-peer", connection.max_per_peer,
+                 "Most open connections from one IP address (default 0: half of "
+                 "--max-connections)");
+  app.add_option("--first-request-timeout", connection.first_request_timeout_s,
+                 "Seconds a new connection has to complete its first request before it is "
+                 "closed; 0 turns it off. Later idleness is never a reason to close")
+      ->capture_default_str();
+  app.add_option("--store-allow", connection.store_allow,
+                 "CIDR[,CIDR...]: only peers in these networks (or 'loopback') may use TCPStore "
+                 "operations; others are disconnected. Native rendezvous requests of agents are "
+                 "allowed from anywhere (default: TCPStore operations from anywhere)");
   CLI11_PARSE(app, argc, argv);
+  auto limits = ddp::rendezvous::connection_limits_from_flags(connection);
+  if (!limits) {
+    std::cerr << "ddp-rendezvous: " << limits.status().message() << '\n';
+    return 2;
+  }
+  options.server.connections = std::move(limits).value();
 
   if (auto logging = ddp::init_logging("ddp-rendezvous", log_level); !logging) {
     std::cerr << "ddp-rendezvous: " << logging.message() << '\n';

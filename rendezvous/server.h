@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "rendezvous/connection_limits.h"
 #include "rendezvous/limits.h"
 #include "rendezvous/membership/registry.h"
 
@@ -26,6 +27,7 @@ struct ServerOptions {
   std::string host;            // bind address; empty = all interfaces (IPv6 dual-stack, else IPv4)
   std::uint16_t port = 29400;  // 0 picks a free port
   Limits limits;
+  ConnectionLimits connections;                      // caps, first-request deadline, --store-allow
   rendezvous::membership::RegistryOptions registry;  // how long finished jobs are remembered
 };
 
@@ -34,7 +36,8 @@ class Server {
   // Binds and listens before returning, so the port is held from then on (no
   // bind-close-rebind race); accepting runs on `io` once it runs.
   // Errors: kAddressInUse with "address 0.0.0.0:29400 is already in use; pick another --port or
-  // stop the other process" style messages.
+  // stop the other process" style messages; kInvalidArgument when the connection caps do not
+  // fit the open-file limit (resolve_caps), which is read here.
   static Result<std::unique_ptr<Server>> start(boost::asio::io_context& io,
                                                const ServerOptions& options);
   virtual ~Server() = default;
