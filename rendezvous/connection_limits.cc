@@ -29,8 +29,12 @@ Result<ConnectionCaps> resolve_caps(const ConnectionLimits& limits, std::uint64_
                             " exceeds " + limit_text + "; raise ulimit -n or pass at most " +
                             std::to_string(room));
   }
-  caps.max_per_peer = limits.max_per_peer != 0 ? limits.max_per_peer
-                                               : std::max<std::size_t>(1, caps.max_connections / 2);
+  // Other peers keep half of the slots, or 1024 of them when that is less: a single-host run
+  // (thousands of workers on 127.0.0.1) still fits under a large limit.
+  const std::size_t kept_for_others = std::min<std::size_t>(caps.max_connections / 2, 1024);
+  caps.max_per_peer = limits.max_per_peer != 0
+                          ? limits.max_per_peer
+                          : std::max<std::size_t>(1, caps.max_connections - kept_for_others);
   if (caps.max_per_peer > caps.max_connections) {
     return invalid_argument("--max-connections-per-peer " + std::to_string(caps.max_per_peer) +
                             " exceeds --max-connections " + std::to_string(caps.max_connections) +

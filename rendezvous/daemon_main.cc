@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
                  "Most open connections; more are closed at once (default 0: the open-file "
                  "limit minus max(64, limit/8))");
   app.add_option("--max-connections-per-peer", connection.max_per_peer,
-                 "Most open connections from one IP address (default 0: half of "
-                 "--max-connections)");
+                 "Most open connections from one IP address (default 0: --max-connections "
+                 "minus the smaller of half of it and 1024)");
   app.add_option("--first-request-timeout", connection.first_request_timeout_s,
                  "Seconds a new connection has to complete its first request before it is "
                  "closed; 0 turns it off. Later idleness is never a reason to close")

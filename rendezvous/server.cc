@@ -115,6 +115,9 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
     if (!listener->acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
     if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
         ec.value() == ENFILE) {
+      // Out of descriptors: a silent connection past its deadline makes room first (the
+      // loop then accepts the pending one as usual), else the pending one is shed.
+      if (listener->sessions->evict_silent(AdmitResult::kTotalFull, peer.address())) continue;
       if (shed_one(*listener)) continue;
       // No spare descriptor either (the system-wide table is full): wait, doubling the pause.
       // The listening socket stays readable while the backlog holds connections, so waiting

@@ -143,6 +143,7 @@ TEST_CASE("connection caps derive from the open-file limit") {
   auto big = resolve_caps({}, 1 << 20);
   REQUIRE(big);
   CHECK(big->max_connections == (1 << 20) - (1 << 17));
+  CHECK(big->max_per_peer == big->max_connections - 1024);
 
   ConnectionLimits given;
   given.max_connections = 100;
