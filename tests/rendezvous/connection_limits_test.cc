@@ -1,5 +1,6 @@
 // The pure pieces of the connection limits: admission counts, CIDR networks, the rate-limited
-// refusal log (time passed in), the caps derived from the open-file limit and flag validation.
+// refusal log (time passed in), the silent pool, the caps derived from the open-file limit and
+// flag validation.
 #include "rendezvous/connection_limits.h"
 
 #include <catch2/catch.hpp>
@@ -8,6 +9,7 @@
 #include "rendezvous/admission.h"
 #include "rendezvous/cidr.h"
 #include "rendezvous/refusal_log.h"
+#include "rendezvous/silent_pool.h"
 
 namespace ip = boost::asio::ip;
 using namespace ddp::rendezvous;
@@ -194,4 +196,26 @@ TEST_CASE("connection flags validate into limits with one-line errors") {
   auto cidr = connection_limits_from_flags(flags);
   REQUIRE_FALSE(cidr);
   CHECK(cidr.status().message().find("--store-allow") == 0);
+}
+
+TEST_CASE("the silent pool gives the oldest of a peer or of the heaviest peer") {
+  SilentPool<int> pool;
+  int items[5] = {0, 1, 2, 3, 4};
+  const auto a = ip::make_address("10.0.0.1");
+  const auto b = ip::make_address("10.0.0.2");
+  pool.add(a, &items[0]);
+  auto second_a = pool.add(a, &items[1]);
+  pool.add(b, &items[2]);
+  pool.add(b, &items[3]);
+  pool.add(b, &items[4]);
+  CHECK(pool.size() == 5);
+  CHECK(pool.take_from_heaviest() == &items[2]);  // b holds three: its oldest
+  pool.remove(second_a);
+  CHECK(pool.count(a) == 1);
+  CHECK(pool.take_oldest(a) == &items[0]);
+  CHECK(pool.take_oldest(a) == nullptr);
+  CHECK(pool.take_from_heaviest() == &items[3]);
+  CHECK(pool.take_from_heaviest() == &items[4]);
+  CHECK(pool.take_from_heaviest() == nullptr);
+  CHECK(pool.size() == 0);
 }

@@ -27,6 +27,7 @@ DDPRUN = None
 PYTHON = "/usr/bin/python3"
 TORCH_WORKER = os.path.join(HERE, "..", "multinode", "torch_allreduce.py")
 FLAG_WORKER = os.path.join(HERE, "flag_worker.sh")
+OK_WORKER = os.path.join(HERE, "..", "multinode", "worker.sh")
 FAST_CONF = "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=30"
 JUNK = "127.0.0.2"
 SLOW = "127.0.0.3"
@@ -246,6 +247,17 @@ class StoreAllowTest(LimitsCase):
                                          r"are allowed from 127\.0\.0\.1/32,::1/128 only"
                                          % re.escape(JUNK))
         self.assertEqual(lines, 1, err)
+
+    def test_agents_join_from_outside_the_list(self):
+        # No local address is listed: the agents' native requests and PINGs still pass.
+        d = self.daemon("--store-allow", "192.0.2.0/24", nofile=1024)
+        mode = {"MODE": "ok"}
+        a = self.agent("a", "127.0.0.4", d.port, "outside-job", ["--no-python", OK_WORKER], mode)
+        b = self.agent("b", "127.0.0.5", d.port, "outside-job", ["--no-python", OK_WORKER], mode)
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        err, lines = self.stop_and_count(d, "--store-allow")
+        self.assertEqual(lines, 0, err)
 
     def test_bad_list_is_one_line(self):
         out = subprocess.run([DAEMON, "--store-allow", "10.0.0.0/33"], capture_output=True,
