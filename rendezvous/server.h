@@ -5,6 +5,9 @@
 // starts one on its own io_context and its RdzvClient connects to it like any other node's;
 // the worker store is a second Server that simply never sees native requests.
 //
+// Every Server enforces ServerOptions::connections (rendezvous/connection_limits.h): caps per
+// peer and in total, checked as connections are accepted, and the first-request deadline.
+//
 // Threading: everything runs on the io_context passed to start(); only that
 // io_context's single thread may call stop() or destroy the Server. No locks.
 #pragma once

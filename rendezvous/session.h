@@ -20,6 +20,12 @@
 // Failure: malformed, oversized or unknown input, ADD on a non-numeric value, or a client
 // that stops reading its replies closes this connection only, with a logged reason.
 //
+// Connection limits (session_limits.cc, docs/security.md): a session holds its admission slot
+// (Admission::Ticket) until it closes; until its first complete request it holds a timer, whose
+// expiry closes a connection that sent part of a request and puts one that sent nothing into
+// SessionContext::silent; a TCPStore query that touches keys from a peer outside
+// --store-allow closes the connection.
+//
 // Threading: everything on the server's io_context thread. Lifetime: shared_ptr held by
 // its own coroutine and in-flight write; the context keeps raw pointers to live sessions
 // so stop() can close them.
