@@ -16,12 +16,10 @@ Result<ConnectionCaps> resolve_caps(const ConnectionLimits& limits, std::uint64_
   const std::size_t reserve = reserved_descriptors(nofile);
   const std::string limit_text = "the open-file limit (" + std::to_string(nofile) + ", minus " +
                                  std::to_string(reserve) + " kept for other files)";
-  if (nofile <= reserve) {
-    return invalid_argument("the open-file limit " + std::to_string(nofile) +
-                            " leaves no descriptor for connections; raise it (ulimit -n) above " +
-                            std::to_string(reserve));
-  }
-  const std::size_t room = static_cast<std::size_t>(nofile) - reserve;
+  // A limit too small for the reserve (a process started under `ulimit -n 64`) still serves,
+  // with half of it.
+  const std::size_t room = nofile > reserve ? static_cast<std::size_t>(nofile) - reserve
+                                            : std::max<std::size_t>(1, nofile / 2);
   ConnectionCaps caps;
   caps.max_connections = limits.max_connections != 0 ? limits.max_connections : room;
   if (caps.max_connections > room) {

@@ -48,8 +48,9 @@ std::size_t reserved_descriptors(std::uint64_t nofile);
 // The caps for an open-file limit of `nofile`: max_connections defaults to nofile minus the
 // reserve, max_per_peer to max_connections minus min(half of it, 1024): one address can never
 // take every slot, and a single-host run of thousands of workers still fits a large limit.
-// Errors (kInvalidArgument, one line naming the flag and the fix): a cap above what the limit
-// allows, a per-peer cap above the total, or a limit too small to serve anything.
+// A limit no larger than the reserve gives half of it. Errors (kInvalidArgument, one line
+// naming the flag and the fix): a cap above what the limit allows, a per-peer cap above the
+// total.
 Result<ConnectionCaps> resolve_caps(const ConnectionLimits& limits, std::uint64_t nofile);
 
 // The connection flags of ddp-rendezvous as given on the command line.
