@@ -18,6 +18,7 @@
 #include "agent/etcd_settings.h"
 #include "agent/event_log.h"
 #include "agent/event_sink.h"
+#include "agent/host_listen.h"
 #include "agent/job_report.h"
 #include "agent/local_backend.h"
 #include "agent/native_backend.h"
@@ -53,7 +54,7 @@ void remove_if_empty(const std::filesystem::path& dir) {
 Result<std::unique_ptr<RendezvousBackend>> local_backend(asio::io_context& io,
                                                          const AgentConfig& config, RunSetup& setup,
                                                          proc::DeathWatch& death_watch) {
-  const std::string host = setup.group.master_addr == "127.0.0.1" ? "127.0.0.1" : "";
+  const std::string host = store_bind_host(setup.group.master_addr);
   auto backend = LocalBackend::start(io, host, config.master_port_given ? config.master_port : 0,
                                      config.nproc_per_node, config.max_restarts);
   if (!backend) {

@@ -6,6 +6,12 @@
 
 namespace ddp::agent {
 
+std::string store_bind_host(const std::string& master_addr) {
+  boost::system::error_code not_literal;
+  boost::asio::ip::make_address(master_addr, not_literal);
+  return not_literal ? std::string() : master_addr;
+}
+
 Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,
                                                            const std::string& addr,
                                                            std::uint16_t port) {

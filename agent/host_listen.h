@@ -21,6 +21,12 @@
 
 namespace ddp::agent {
 
+// Where the workers' store listens when the workers are told MASTER_ADDR=`master_addr`: that
+// address when it is an IP literal (the store is then reachable on the interface the workers use
+// and no other), else "" (every interface): a host name may resolve differently here than on
+// the other nodes (Debian maps the hostname to 127.0.1.1). docs/security.md.
+std::string store_bind_host(const std::string& master_addr);
+
 // Errors: those of binding ADDR:PORT (rendezvous::Server::start), e.g. "already in use", or ADDR
 // not an address of this machine.
 Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,

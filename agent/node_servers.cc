@@ -74,6 +74,8 @@ Status NodeServers::start_status() {
 
 Status NodeServers::start_store() {
   rendezvous::ServerOptions options;
+  // The address this node advertises is the MASTER_ADDR its workers get when it is group rank 0.
+  options.host = store_bind_host(config_.local_addr);
   options.port = store_port_ != 0            ? store_port_
                  : config_.master_port_given ? config_.master_port
                                              : 0;

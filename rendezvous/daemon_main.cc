@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/logging.h"
+#include "rendezvous/connection_limits.h"
 #include "rendezvous/daemon.h"
 
 int main(int argc, char** argv) {
@@ -32,7 +33,30 @@ int main(int argc, char** argv) {
   app.add_option("--status-port-file", options.status_port_file,
                  "Write the bound status port to this file")
       ->needs("--status-port");
+  ddp::rendezvous::ConnectionFlags connection;
+  app.add_option("--max-connections", connection.max_connections,
+                 "Most open connections; more are closed at once (default 0: the open-file "
+                 "limit minus max(64, limit/8))");
+  app.add_option("--max-connections-per-peer", connection.max_per_peer,
+                 "Most open connections from one IP address (default 0: --max-connections "
+                 "minus the smaller of half of it and 1024)");
+  app.add_option("--first-request-timeout", connection.first_request_timeout_s,
+                 "Seconds a new connection has to complete its first request: one that sent part "
+                 "of a request is closed then, one that sent nothing becomes the first to close "
+                 "when a slot is needed; 0 turns it off. Idling after the first request never "
+                 "closes a connection (docs/security.md)")
+      ->capture_default_str();
+  app.add_option("--store-allow", connection.store_allow,
+                 "CIDR[,CIDR...]: only peers in these networks (or 'loopback') may use TCPStore "
+                 "operations; others are disconnected. Native rendezvous requests of agents are "
+                 "allowed from anywhere (default: TCPStore operations from anywhere)");
   CLI11_PARSE(app, argc, argv);
+  auto limits = ddp::rendezvous::connection_limits_from_flags(connection);
+  if (!limits) {
+    std::cerr << "ddp-rendezvous: " << limits.status().message() << '\n';
+    return 2;
+  }
+  options.server.connections = std::move(limits).value();
 
   if (auto logging = ddp::init_logging("ddp-rendezvous", log_level); !logging) {
     std::cerr << "ddp-rendezvous: " << logging.message() << '\n';

@@ -1,13 +1,17 @@
 #include "rendezvous/server.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 #include <chrono>
 #include <vector>
 
@@ -23,45 +27,109 @@ using asio::ip::tcp;
 // Shared between the Server object and its accept coroutine, so a Server destroyed
 // while an accept is pending leaves nothing dangling.
 struct Listener {
-  Listener(asio::io_context& io, const ServerOptions& options)
+  Listener(asio::io_context& io, const ServerOptions& options, ConnectionCaps caps)
       : acceptor(io),
         sessions(std::make_shared<SessionContext>(io.get_executor(), options.limits,
-                                                  options.registry)) {}
+                                                  options.registry, options.connections, caps)) {
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  ~Listener() {
+    if (spare_fd >= 0) ::close(spare_fd);
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
   tcp::acceptor acceptor;
   std::shared_ptr<SessionContext> sessions;
+  // Held open so that, out of descriptors, the accept loop can still take the pending connection
+  // off the backlog and close it (the peer learns at once) instead of leaving it there.
+  int spare_fd = -1;
 };
 
 // Accepts drained per wake-up: bounded so a connection storm cannot hold up the sessions'
 // replies for long.
 constexpr int kMaxAcceptsPerWakeup = 64;
 
+// Pauses of the accept loop while the process has no descriptor to accept with: doubled from the
+// first to the last while it lasts, so a full descriptor table costs a few wake-ups a second.
+constexpr auto kFirstAcceptPause = std::chrono::milliseconds(20);
+constexpr auto kLastAcceptPause = std::chrono::seconds(1);
+
+// Starts a session for an accepted connection when the caps allow it, else closes it at once.
+void admit(Listener& listener, tcp::socket socket, const tcp::endpoint& peer) {
+  SessionContext& ctx = *listener.sessions;
+  Admission::Ticket ticket;
+  AdmitResult result = ctx.admission.admit(peer.address(), ticket);
+  // At most twice: a full server, then a full peer.
+  for (int evictions = 0; result != AdmitResult::kAdmitted && evictions < 2 &&
+                          ctx.evict_silent(result, peer.address());
+       ++evictions) {
+    result = ctx.admission.admit(peer.address(), ticket);
+  }
+  if (result == AdmitResult::kAdmitted) {
+    Session::start(listener.sessions, std::move(socket), peer, std::move(ticket));
+    return;
+  }
+  ctx.note_refusal(result == AdmitResult::kTotalFull ? Refusal::kTotalFull : Refusal::kPeerFull,
+                   peer.address());
+  boost::system::error_code ignored;
+  socket.close(ignored);
+}
+
+// Out of descriptors: frees the spare one, takes one pending connection off the backlog and
+// closes it, then takes the spare back. True when a connection was taken off.
+bool shed_one(Listener& listener) {
+  if (listener.spare_fd < 0) return false;
+  ::close(listener.spare_fd);
+  listener.spare_fd = -1;
+  boost::system::error_code ec;
+  tcp::endpoint peer;
+  tcp::socket socket = listener.acceptor.accept(peer, ec);
+  const bool shed = !ec;
+  if (shed) {
+    listener.sessions->note_refusal(Refusal::kDescriptors, peer.address());
+    socket.close(ec);
+  }
+  listener.spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return shed;
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
+  auto pause = kFirstAcceptPause;
   for (;;) {
     boost::system::error_code ec;
     tcp::endpoint peer;
     tcp::socket socket = co_await listener->acceptor.async_accept(
         peer, asio::redirect_error(asio::use_awaitable, ec));
     if (!listener->acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
-    if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-      spdlog::warn("accept failed: {}; raise the open-file limit (ulimit -n)", ec.message());
-      // Back off instead of spinning: the pending connection stays in the backlog until a
-      // descriptor frees up, and nothing signals that moment.
-      asio::steady_timer pause(listener->acceptor.get_executor(), std::chrono::milliseconds(50));
-      co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
+        ec.value() == ENFILE) {
+      // Out of descriptors: a silent connection past its deadline makes room first (the
+      // loop then accepts the pending one as usual), else the pending one is shed.
+      if (listener->sessions->evict_silent(AdmitResult::kTotalFull, peer.address())) continue;
+      if (shed_one(*listener)) continue;
+      // No spare descriptor either (the system-wide table is full): wait, doubling the pause.
+      // The listening socket stays readable while the backlog holds connections, so waiting
+      // for readiness instead would wake at once, again and again.
+      spdlog::debug("accept failed: {}; pausing {}ms", ec.message(), pause.count());
+      asio::steady_timer timer(listener->acceptor.get_executor(), pause);
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      pause = std::min<std::chrono::milliseconds>(pause * 2, kLastAcceptPause);
       continue;
     }
     if (ec) {
       spdlog::debug("accept failed: {}", ec.message());
       continue;
     }
-    Session::start(listener->sessions, std::move(socket), peer);
+    pause = kFirstAcceptPause;
+    admit(*listener, std::move(socket), peer);
     // A burst (thousands of workers connecting at once) is drained here without a reactor
     // round trip per connection; the first would-block (or any error) returns to the
     // asynchronous accept above, which also handles the error cases.
     for (int drained = 0; drained < kMaxAcceptsPerWakeup; ++drained) {
       tcp::socket next = listener->acceptor.accept(peer, ec);
       if (ec) break;
-      Session::start(listener->sessions, std::move(next), peer);
+      admit(*listener, std::move(next), peer);
     }
   }
 }
@@ -130,7 +198,9 @@ class ServerImpl final : public Server {
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, const ServerOptions& options) {
-  auto listener = std::make_shared<Listener>(io, options);
+  auto caps = resolve_caps(options.connections, open_file_limit());
+  if (!caps) return caps.status();
+  auto listener = std::make_shared<Listener>(io, options, *caps);
   if (Status bound = open_listener(listener->acceptor, options.host, options.port, "--port");
       !bound) {
     return bound;

@@ -5,6 +5,9 @@
 // starts one on its own io_context and its RdzvClient connects to it like any other node's;
 // the worker store is a second Server that simply never sees native requests.
 //
+// Every Server enforces ServerOptions::connections (rendezvous/connection_limits.h): caps per
+// peer and in total, checked as connections are accepted, and the first-request deadline.
+//
 // Threading: everything runs on the io_context passed to start(); only that
 // io_context's single thread may call stop() or destroy the Server. No locks.
 #pragma once
@@ -18,6 +21,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "rendezvous/connection_limits.h"
 #include "rendezvous/limits.h"
 #include "rendezvous/membership/registry.h"
 #include "rendezvous/protocol.h"
@@ -28,6 +32,7 @@ struct ServerOptions {
   std::string host;            // bind address; empty = all interfaces (IPv6 dual-stack, else IPv4)
   std::uint16_t port = 29400;  // 0 picks a free port
   Limits limits;
+  ConnectionLimits connections;                      // caps, first-request deadline, --store-allow
   rendezvous::membership::RegistryOptions registry;  // how long finished jobs are remembered
 };
 
@@ -47,7 +52,8 @@ class Server {
   // Binds and listens before returning, so the port is held from then on (no
   // bind-close-rebind race); accepting runs on `io` once it runs.
   // Errors: kAddressInUse with "address 0.0.0.0:29400 is already in use; pick another --port or
-  // stop the other process" style messages.
+  // stop the other process" style messages; kInvalidArgument when the connection caps do not
+  // fit the open-file limit (resolve_caps), which is read here.
   static Result<std::unique_ptr<Server>> start(boost::asio::io_context& io,
                                                const ServerOptions& options);
   virtual ~Server() = default;

@@ -17,13 +17,22 @@ constexpr std::size_t kKeptReplyCapacity = 256;
 }  // namespace
 
 void Session::start(std::shared_ptr<SessionContext> ctx, tcp::socket socket,
-                    const tcp::endpoint& peer) {
-  auto session = std::make_shared<Session>(std::move(ctx), std::move(socket), peer);
+                    const tcp::endpoint& peer, Admission::Ticket ticket) {
+  auto session =
+      std::make_shared<Session>(std::move(ctx), std::move(socket), peer, std::move(ticket));
+  session->start_first_request_deadline();
   session->arm();
 }
 
-Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket, const tcp::endpoint& peer)
-    : ctx_(std::move(ctx)), socket_(std::move(socket)), peer_(peer), framer_(ctx_->limits) {
+Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket, const tcp::endpoint& peer,
+                 Admission::Ticket ticket)
+    : ctx_(std::move(ctx)),
+      socket_(std::move(socket)),
+      peer_(peer),
+      framer_(ctx_->limits),
+      store_allowed_(ctx_->connections.store_allow.empty() ||
+                     any_contains(ctx_->connections.store_allow, peer.address())),
+      ticket_(std::move(ticket)) {
   boost::system::error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
   socket_.non_blocking(true, ec);
@@ -31,6 +40,7 @@ Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket, const 
 }
 
 Session::~Session() {
+  if (silent_) ctx_->silent.remove(*silent_);
   if (!closed_) {
     ctx_->store.drop(*this);
     ctx_->live.erase(this);
@@ -59,6 +69,10 @@ void Session::close(std::string_view reason, bool error) {
   if (node_id_) ctx_->native.closed(*node_id_);
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
+  first_request_timer_.reset();
+  if (silent_) ctx_->silent.remove(*silent_);
+  silent_.reset();
+  ticket_.reset();  // the descriptor is closed: the slot is free now
 }
 
 void Session::arm() {
@@ -101,6 +115,7 @@ void Session::on_readable(boost::system::error_code ec) {
 }
 
 bool Session::consume(std::string_view data) {
+  heard_ = true;
   if (in_.empty()) {
     auto used = handle_all(data);
     if (!used) return false;
@@ -131,10 +146,13 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
         return std::nullopt;
       case FrameKind::kStore:
         used += frame.consumed;
+        first_request_done();
+        if (!store_query_allowed(frame.store.op)) return std::nullopt;
         if (!handle_store(frame.store)) return std::nullopt;
         break;
       case FrameKind::kNative:
         used += frame.consumed;
+        first_request_done();
         handle_native(std::move(frame.native));
         break;
     }

@@ -20,6 +20,12 @@
 // Failure: malformed, oversized or unknown input, ADD on a non-numeric value, or a client
 // that stops reading its replies closes this connection only, with a logged reason.
 //
+// Connection limits (session_limits.cc, docs/security.md): a session holds its admission slot
+// (Admission::Ticket) until it closes; until its first complete request it holds a timer, whose
+// expiry closes a connection that sent part of a request and puts one that sent nothing into
+// SessionContext::silent; a TCPStore query that touches keys from a peer outside
+// --store-allow closes the connection.
+//
 // Threading: everything on the server's io_context thread. Lifetime: shared_ptr held by
 // its own coroutine and in-flight write; the context keeps raw pointers to live sessions
 // so stop() can close them.
@@ -28,6 +34,7 @@
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,24 +42,55 @@
 #include <unordered_set>
 #include <vector>
 
+#include "rendezvous/admission.h"
+#include "rendezvous/connection_limits.h"
 #include "rendezvous/framer.h"
 #include "rendezvous/limits.h"
 #include "rendezvous/native_hub.h"
 #include "rendezvous/protocol.h"
+#include "rendezvous/refusal_log.h"
+#include "rendezvous/silent_pool.h"
 #include "rendezvous/store.h"
 
 namespace ddp::rendezvous {
 
 class Session;
 
+// Why a connection was refused or closed by the connection limits (docs/security.md).
+enum class Refusal {
+  kTotalFull,
+  kPeerFull,
+  kDescriptors,
+  kFirstRequestTimeout,  // part of a request, then nothing until the deadline
+  kSilentEvicted,        // nothing at all by the deadline, and its slot was needed
+  kStoreNotAllowed,
+};
+
 // State shared by all sessions of one server. Outlives every session (they hold it).
 struct SessionContext {
   SessionContext(boost::asio::any_io_executor executor, const Limits& l,
-                 rendezvous::membership::RegistryOptions registry = {})
-      : limits(l), native(std::move(executor), registry) {}
+                 rendezvous::membership::RegistryOptions registry = {}, ConnectionLimits conn = {},
+                 ConnectionCaps conn_caps = {})
+      : limits(l),
+        native(std::move(executor), registry),
+        connections(std::move(conn)),
+        caps(conn_caps),
+        admission(conn_caps.max_connections, conn_caps.max_per_peer),
+        refusals(connections.refusal_log_interval) {}
+  // Logs one refusal of `peer`, rate-limited per peer and reason (rendezvous/refusal_log.h).
+  void note_refusal(Refusal why, const boost::asio::ip::address& peer);
+  // Admission of `peer` failed with `why`: closes one silent connection past its deadline to
+  // make room (rendezvous/silent_pool.h). False when there is none to close.
+  bool evict_silent(AdmitResult why, const boost::asio::ip::address& peer);
+
   Store store;
   Limits limits;
   NativeHub native;
+  ConnectionLimits connections;
+  ConnectionCaps caps;  // 0: no cap
+  Admission admission;
+  SilentPool<Session> silent;
+  RefusalLog refusals;
   std::vector<char> scratch = std::vector<char>(std::size_t{64} << 10);
   std::unordered_set<Session*> live;
   // Requests served since start, for the status endpoint: TCPStore ops by Op, native ones.
@@ -65,18 +103,21 @@ class Session final : public Subscriber,
                       public std::enable_shared_from_this<Session> {
  public:
   // Takes ownership of an accepted socket (whose peer is `peer`, as accept reported it) and
-  // starts serving it on its executor.
+  // of its admission slot (given back when the connection closes), and starts serving it on
+  // its executor; the first-request deadline (ConnectionLimits) starts now.
   static void start(std::shared_ptr<SessionContext> ctx, boost::asio::ip::tcp::socket socket,
-                    const boost::asio::ip::tcp::endpoint& peer);
+                    const boost::asio::ip::tcp::endpoint& peer, Admission::Ticket ticket = {});
 
   Session(std::shared_ptr<SessionContext> ctx, boost::asio::ip::tcp::socket socket,
-          const boost::asio::ip::tcp::endpoint& peer);
+          const boost::asio::ip::tcp::endpoint& peer, Admission::Ticket ticket = {});
   ~Session() override;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   // Closes the connection (idempotent); `reason` is logged, at warn level when `error`.
   void close(std::string_view reason, bool error);
+  // Closes a silent connection taken out of SessionContext::silent to make room.
+  void evict();
 
   // Subscriber: called by the store from other sessions' requests.
   void wait_satisfied() override;
@@ -98,6 +139,11 @@ class Session final : public Subscriber,
   void handle_native(rendezvous::membership::Request request);
   void flush();
   std::string peer() const;
+  // Connection limits (session_limits.cc): the first-request deadline, and whether a decoded
+  // TCPStore query may run for this peer (false after closing the connection).
+  void start_first_request_deadline();
+  void first_request_done();
+  bool store_query_allowed(Op op);
 
   std::shared_ptr<SessionContext> ctx_;
   boost::asio::ip::tcp::socket socket_;
@@ -112,6 +158,13 @@ class Session final : public Subscriber,
   bool in_store_query_ = false;                            // handle_store() is collecting a reply
   std::string deferred_;  // framed WAIT replies completed by the query in progress
   bool closed_ = false;
+  bool store_allowed_ = true;  // the peer is inside --store-allow (or there is no list)
+  Admission::Ticket ticket_;
+  // Until the first complete request only: a timer costs ~100 bytes, which a connection that
+  // idles for the whole job should not keep.
+  std::unique_ptr<boost::asio::steady_timer> first_request_timer_;
+  bool heard_ = false;                                 // received at least one byte
+  std::optional<SilentPool<Session>::Handle> silent_;  // in SessionContext::silent
 };
 
 }  // namespace ddp::rendezvous

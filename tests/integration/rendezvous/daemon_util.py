@@ -14,7 +14,7 @@ import time
 
 
 class Daemon:
-    def __init__(self, binary, *extra_args, ready_timeout=10.0):
+    def __init__(self, binary, *extra_args, ready_timeout=10.0, preexec_fn=None):
         self._dir = tempfile.TemporaryDirectory(prefix="rdzv-test-")
         self.port_file = os.path.join(self._dir.name, "port")
         # stderr goes to a file: a pipe nobody drains could fill up and stall the daemon.
@@ -22,7 +22,7 @@ class Daemon:
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
                 [binary, "--port", "0", "--port-file", self.port_file, *extra_args],
-                stdout=subprocess.PIPE, stderr=err)
+                stdout=subprocess.PIPE, stderr=err, preexec_fn=preexec_fn)
         self.ready_line = read_line(self.proc.stdout, ready_timeout)
         if not self.ready_line.startswith("listening on "):
             text = self.stderr_text()
