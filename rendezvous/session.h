@@ -33,8 +33,8 @@
 
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
-#include <cstdint>
 #include <boost/asio/steady_timer.hpp>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
