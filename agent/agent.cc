@@ -17,6 +17,7 @@
 #include "agent/etcd_backend.h"
 #include "agent/etcd_settings.h"
 #include "agent/job_report.h"
+#include "agent/job_secret.h"
 #include "agent/local_backend.h"
 #include "agent/native_backend.h"
 #include "agent/rdzv_settings.h"
@@ -159,6 +160,12 @@ int run(const AgentConfig& config) {
       std::fprintf(stderr, "ddprun: error: %s\n", rdzv.status().message().c_str());
       return 2;
     }
+    auto secret = load_job_secret(rdzv->secret_file);
+    if (!secret) {
+      std::fprintf(stderr, "ddprun: error: %s\n", secret.status().message().c_str());
+      return 2;
+    }
+    rdzv->secret = std::move(secret).value();
     backend = multinode_backend<NativeBackend>(io, config, *setup, std::move(rdzv).value(),
                                                **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);

@@ -23,8 +23,8 @@ namespace ddp::agent {
 
 // Errors: those of binding ADDR:PORT (rendezvous::Server::start), e.g. "already in use", or ADDR
 // not an address of this machine.
-Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,
-                                                           const std::string& addr,
-                                                           std::uint16_t port);
+Result<std::unique_ptr<rendezvous::Server>> listen_as_host(
+    boost::asio::io_context& io, const std::string& addr, std::uint16_t port,
+    const rendezvous::AuthOptions& auth = {});
 
 }  // namespace ddp::agent

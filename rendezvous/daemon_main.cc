@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-keys", options.server.limits.max_keys_per_query,
                  "Most keys in one CHECK/WAIT/MULTI_GET/MULTI_SET")
       ->capture_default_str();
+  app.add_flag("--require-secret", options.server.auth.require_secret,
+               "Refuse jobs without a secret (docs/security.md, \"Job secrets\")");
   CLI11_PARSE(app, argc, argv);
 
   if (auto logging = ddp::init_logging("ddp-rendezvous", log_level); !logging) {

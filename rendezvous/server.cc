@@ -32,7 +32,7 @@ struct Listener {
   Listener(asio::io_context& io, const ServerOptions& options)
       : acceptor(io),
         sessions(std::make_shared<SessionContext>(io.get_executor(), options.limits,
-                                                  options.registry)) {}
+                                                  options.registry, options.auth)) {}
   tcp::acceptor acceptor;
   std::shared_ptr<SessionContext> sessions;
 };
@@ -177,6 +177,8 @@ Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, const Server
     Status bound = open_and_bind(listener->acceptor, *endpoint, false);
     if (!bound) return bound;
   }
+  listener->sessions->native.set_exposed(
+      !listener->acceptor.local_endpoint().address().is_loopback());
   asio::co_spawn(io, accept_loop(listener), asio::detached);
   std::unique_ptr<Server> server = std::make_unique<ServerImpl>(listener);
   spdlog::info("store listening on {}",

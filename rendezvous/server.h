@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "rendezvous/limits.h"
 #include "rendezvous/membership/registry.h"
+#include "rendezvous/native_hub.h"
 
 namespace ddp::rendezvous {
 
@@ -27,6 +28,7 @@ struct ServerOptions {
   std::uint16_t port = 29400;  // 0 picks a free port
   Limits limits;
   rendezvous::membership::RegistryOptions registry;  // how long finished jobs are remembered
+  AuthOptions auth;  // job secrets: --require-secret, the embedded daemon's own job key
 };
 
 class Server {

@@ -46,8 +46,8 @@ class Session;
 // State shared by all sessions of one server. Outlives every session (they hold it).
 struct SessionContext {
   SessionContext(boost::asio::any_io_executor executor, const Limits& l,
-                 rendezvous::membership::RegistryOptions registry = {})
-      : limits(l), native(std::move(executor), registry) {}
+                 rendezvous::membership::RegistryOptions registry = {}, AuthOptions auth = {})
+      : limits(l), native(std::move(executor), registry, std::move(auth)) {}
   Store store;
   Limits limits;
   NativeHub native;
@@ -91,6 +91,9 @@ class Session final : public Subscriber,
   bool handle_store(Request& request);
   bool handle(Request& request);  // applies a TCPStore query, appends its raw reply to out_
   void handle_native(rendezvous::membership::Request request);
+  // The job-secret messages (protocol.h): same WATCH_KEY exclusion, then the hub's gate.
+  void handle_auth(Frame& frame);
+  bool become_native();  // false after closing (WATCH_KEY on this connection)
   void flush();
   std::string peer() const;
 
