@@ -311,7 +311,7 @@ TEST_CASE("gate: trust on first use registers the first JOIN's key once its job 
   CHECK_FALSE(gate.keyed("J"));
 }
 
-TEST_CASE("gate: --require-secret refuses plain JOINs", "[auth]") {
+TEST_CASE("gate: require-secret refuses plain JOINs", "[auth]") {
   Gate gate(true);
   auto s = gate.check_plain_join("job");
   CHECK(s.code() == ErrorCode::kUnauthenticated);

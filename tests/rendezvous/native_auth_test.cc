@@ -68,7 +68,7 @@ ServerOptions loopback(bool pinned) {
   return options;
 }
 
-TEST_CASE("agents with the job's secret complete a round; wrong or missing ones are refused",
+TEST_CASE("agents with the job secret complete a round, wrong or missing ones are refused",
           "[native][auth]") {
   const bool pinned = GENERATE(true, false);
   CAPTURE(pinned);
@@ -123,7 +123,7 @@ TEST_CASE("a secretless job refuses an agent that has a secret", "[native][auth]
   b->client->close();
 }
 
-TEST_CASE("--require-secret refuses a secretless job and serves one with a secret",
+TEST_CASE("require-secret refuses a secretless job and serves one with a secret",
           "[native][auth]") {
   boost::asio::io_context io;
   auto options = loopback(false);
