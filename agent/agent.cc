@@ -160,7 +160,8 @@ int run(const AgentConfig& config) {
       std::fprintf(stderr, "ddprun: error: %s\n", rdzv.status().message().c_str());
       return 2;
     }
-    auto secret = load_job_secret(rdzv->secret_file);
+    auto secret = config.secret_from_stdin ? read_secret_line(STDIN_FILENO)
+                                           : load_job_secret(rdzv->secret_file);
     if (!secret) {
       std::fprintf(stderr, "ddprun: error: %s\n", secret.status().message().c_str());
       return 2;

@@ -80,4 +80,22 @@ Result<std::optional<std::string>> load_job_secret(const std::optional<std::stri
   return secret;
 }
 
+Result<std::optional<std::string>> read_secret_line(int fd) {
+  std::string line;
+  for (;;) {
+    char c = 0;
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || line.size() > 4096) {
+      return invalid_argument(
+          "--secret-from-stdin: stdin ended before a secret line came; it "
+          "is set only by the launching ddprun of an ssh fan-out");
+    }
+    if (c == '\n') break;
+    line.push_back(c);
+  }
+  if (Status s = check_length(line, "the secret on stdin"); !s) return s;
+  return std::optional<std::string>(std::move(line));
+}
+
 }  // namespace ddp::agent

@@ -21,5 +21,8 @@ inline constexpr const char* kSecretVariable = "DDPRUN_SECRET";
 // Errors: kInvalidArgument naming the file or variable and the fix; kIo when the file cannot be
 // read.
 Result<std::optional<std::string>> load_job_secret(const std::optional<std::string>& secret_file);
+// --secret-from-stdin: the first line of fd `fd`, read byte by byte so nothing after it is
+// consumed (the stdin watch reads the rest). Errors: kInvalidArgument when stdin ends first.
+Result<std::optional<std::string>> read_secret_line(int fd);
 
 }  // namespace ddp::agent

@@ -7,10 +7,11 @@ namespace ddp::launcher::fanout {
 namespace {
 
 // --rdzv-conf as the user gave it, with is_host=false: the daemon is this ddprun's.
-std::string rdzv_conf(const agent::AgentConfig& config) {
+std::string rdzv_conf(const agent::AgentConfig& config, const FanoutSite& site) {
   std::string out;
+  if (!site.secret_file.empty()) out += "secret_file=" + site.secret_file + ",";
   for (const auto& [key, value] : config.rdzv_conf) {
-    if (key == "is_host") continue;
+    if (key == "is_host" || key == "secret_file") continue;  // the fan-out brings its own secret
     out += key + "=" + value + ",";
   }
   return out + "is_host=false";
@@ -39,7 +40,7 @@ std::vector<std::string> agent_options(const launcher::Invocation& invocation,
       "--rdzv-backend=c10d",
       "--rdzv-endpoint=" + site.endpoint,
       "--rdzv-id=" + config.run_id,
-      "--rdzv-conf=" + rdzv_conf(config)};
+      "--rdzv-conf=" + rdzv_conf(config, site)};
   if (slots > 0) {
     out.push_back("--nproc-per-node=" + std::to_string(slots));
   } else if (!invocation.launch.nproc_per_node.empty()) {
@@ -47,6 +48,8 @@ std::vector<std::string> agent_options(const launcher::Invocation& invocation,
   }
   if (!local_addr.empty()) out.push_back("--local-addr=" + local_addr);
   if (exit_on_stdin_eof) out.push_back("--exit-on-stdin-eof");
+  // ssh agents read the job's fresh secret from their stdin (fanout.cc writes it first).
+  if (exit_on_stdin_eof) out.push_back("--secret-from-stdin");
   out.push_back("--job-report-by-launcher");
   return out;
 }

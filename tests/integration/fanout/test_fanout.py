@@ -16,6 +16,7 @@ workers inherit: /proc/*/environ is scanned (every namespace shares the PID name
 
 usage: test_fanout.py DDPRUN [TestClass[.test]]
 """
+import glob
 import os
 import re
 import shutil
@@ -38,6 +39,19 @@ PYTHON = "/usr/bin/python3"
 SSHD = "/usr/sbin/sshd"
 
 
+
+
+def all_cmdlines():
+    """(pid, command line) of every process now, arguments joined by spaces."""
+    out = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            out.append((int(path.split("/")[2]), cmd))
+        except (OSError, ValueError):
+            pass
+    return out
 
 
 def marked_processes(mark):
@@ -290,6 +304,23 @@ class SshTest(FanoutCase):
         self.assertNotEqual(code, 0, launcher.stderr())
         self.assert_nothing_left()
 
+    def test_the_job_secret_reaches_the_agents_on_stdin_never_in_argv(self):
+        # The job got this far, so both agents proved the launcher's fresh secret (its daemon
+        # pins the job's key and refuses agents without it).
+        launcher = self.start_waiting_job()
+        agents = [p for p in marked_processes(self.mark)
+                  if p[1].startswith(DDPRUN) and "--exit-on-stdin-eof" in p[1]]
+        self.assertTrue(agents)
+        for _, cmd, env in agents:
+            self.assertIn("--secret-from-stdin", cmd)
+        for pid, cmd in all_cmdlines():
+            self.assertIsNone(re.search(r"\b[0-9a-f]{64}\b", cmd), "%d %s" % (pid, cmd))
+        for _, _, env in marked_processes(self.mark):
+            self.assertNotIn(b"DDPRUN_SECRET=", env)
+        launcher.proc.send_signal(signal.SIGINT)
+        self.assertEqual(launcher.wait(60), 128 + signal.SIGINT, launcher.stderr())
+        self.assert_nothing_left()
+
     def test_a_sigkilled_launcher_leaves_nothing_on_either_host(self):
         # No handler runs: the kernel closes the ssh clients' stdin pipes, ssh sends EOF, and
         # every remote agent stops as if told to.
@@ -403,6 +434,30 @@ class PbsTest(FanoutCase):
     def test_success_is_zero(self):
         launcher = self.pbs(["--no-python", "/bin/true"])
         self.assertEqual(launcher.wait(60), 0, launcher.stderr())
+
+    def test_each_job_gets_a_fresh_owner_only_secret_never_in_argv(self):
+        secrets = []
+        for _ in range(2):
+            for name in os.listdir(self.marks):
+                os.unlink(os.path.join(self.marks, name))
+            launcher = self.pbs([WAITING_WORKER])
+            wait_for(lambda: len(self.marks_named("waiting.")) == 4 or
+                     launcher.proc.poll() is not None, 60, "4 waiting workers")
+            self.assertIsNone(launcher.proc.poll(), launcher.stderr())
+            files = glob.glob(os.path.join(self.tmp, ".ddprun-secret-*"))
+            self.assertEqual(len(files), 1, files)
+            self.assertEqual(os.stat(files[0]).st_mode & 0o077, 0)
+            with open(files[0]) as f:
+                secret = f.read().strip()
+            self.assertRegex(secret, r"^[0-9a-f]{64}$")
+            secrets.append(secret)
+            for pid, cmd in all_cmdlines():
+                self.assertNotIn(secret, cmd, "%d %s" % (pid, cmd))
+            launcher.proc.send_signal(signal.SIGINT)
+            self.assertEqual(launcher.wait(60), 128 + signal.SIGINT, launcher.stderr())
+            self.assertFalse(os.path.exists(files[0]))  # removed with the launcher
+            self.assert_nothing_left()
+        self.assertNotEqual(secrets[0], secrets[1])
 
     def test_sigint_stops_every_pbsdsh_agent(self):
         launcher = self.pbs([WAITING_WORKER])
