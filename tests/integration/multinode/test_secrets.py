@@ -287,6 +287,33 @@ class ForgeryTest(SecretCase):
         self.assert_untouched(a, b)
 
 
+class StaticSecretTest(SecretCase):
+    """--rdzv-backend static: node rank 0 hosts the daemon with the job's key pinned."""
+
+    def start_static(self, name, rank, env_extra):
+        env = dict(os.environ, MARK_DIR=self.marks)
+        env.pop("DDPRUN_SECRET", None)
+        env.update(env_extra)
+        args = [DDPRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "static",
+                "--node-rank", str(rank), "--master-addr", "127.0.0.1", "--master-port",
+                str(self.port), "--rdzv-id", self.run_id, "--rdzv-conf", "join_timeout=20",
+                "--shutdown-timeout", "5", "--no-python", GO_WORKER]
+        agent = OutputProcess(self.tmp, name, args, env, timeout=60)
+        self.agents.append(agent)
+        return agent
+
+    def test_static_ranks_with_a_secret_and_a_secretless_intruder(self):
+        env = {"DDPRUN_SECRET": SECRET}
+        r0 = self.start_static("r0", 0, env)
+        wait_for(lambda: "hosting the rendezvous" in r0.stderr(), 10, "node rank 0")
+        intruder = self.start_static("intruder", 1, {})
+        self.assert_refused(intruder, "requires its secret")
+        r1 = self.start_static("r1", 1, env)
+        self.both_started()
+        self.go()
+        self.assert_untouched(r0, r1)
+
+
 class RequireSecretTest(SecretCase):
     def start_daemon(self, *extra):
         if DAEMON is None:
