@@ -61,6 +61,29 @@ def frame_bytes(counter, inner, mac=b"\x00" * 32):
     return b"\x89" + struct.pack("<Q", counter) + mac + b"\x00" + s(inner)
 
 
+def signed_frame(secret, run_id, challenge, counter, inner):
+    """An AUTH_FRAME signed as rendezvous/auth/auth.h draws it (no key wrap)."""
+    import hashlib
+    import hmac
+    key = hmac.new(secret.encode(), b"ddprun job key v1\0" + run_id.encode(), hashlib.sha256).digest()
+    covered = b"\x00" + s(inner)
+    mac = hmac.new(key, b"ddprun frame v1" + challenge + struct.pack("<Q", counter) +
+                   s(run_id.encode()) + covered, hashlib.sha256).digest()
+    return b"\x89" + struct.pack("<Q", counter) + mac + covered
+
+
+def read_challenge(sock, timeout=5.0):
+    sock.settimeout(timeout)
+    buf = b""
+    while len(buf) < 66:
+        chunk = sock.recv(66 - len(buf))
+        if not chunk:
+            raise AssertionError("no CHALLENGE")
+        buf += chunk
+    assert buf[0] == 0x97, buf
+    return buf[1:33]
+
+
 def read_errors(sock, want, timeout=5.0):
     """Reads pushes until `want` ERROR pushes came (or the deadline); returns their codes."""
     sock.settimeout(timeout)
@@ -283,6 +306,30 @@ class ForgeryTest(SecretCase):
             sock.sendall(captured)
             codes = read_errors(sock, 1)
             self.assertEqual(codes[:1], [UNAUTHENTICATED], codes)
+        self.go()
+        self.assert_untouched(a, b)
+
+
+class ReplayTest(SecretCase):
+    def test_a_genuine_frame_replayed_on_its_connection_or_another_is_refused(self):
+        a = self.start_host("a", self.A, secret_file=self.secret_file)
+        query = b"\x87"  # QUERY_WAITING: reads the job; harmless when genuine
+        with socket.create_connection(("127.0.0.1", self.port)) as sock:
+            sock.sendall(hello_bytes(self.run_id))
+            challenge = read_challenge(sock)
+            genuine = signed_frame(SECRET, self.run_id, challenge, 0, query)
+            sock.sendall(genuine)
+            # Past the gate: the registry answers (this connection has not joined).
+            self.assertEqual(read_errors(sock, 1), [1])  # kInvalidArgument
+            sock.sendall(genuine)  # the same bytes again on the same connection
+            self.assertEqual(read_errors(sock, 1), [UNAUTHENTICATED])
+        with socket.create_connection(("127.0.0.1", self.port)) as other:
+            other.sendall(hello_bytes(self.run_id))
+            read_challenge(other)
+            other.sendall(genuine)  # on another connection: another challenge
+            self.assertEqual(read_errors(other, 1), [UNAUTHENTICATED])
+        b = self.start("b", self.B, secret_file=self.secret_file)
+        self.both_started()
         self.go()
         self.assert_untouched(a, b)
 
