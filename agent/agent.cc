@@ -20,6 +20,7 @@
 #include "agent/event_sink.h"
 #include "agent/host_listen.h"
 #include "agent/job_report.h"
+#include "agent/job_secret.h"
 #include "agent/local_backend.h"
 #include "agent/native_backend.h"
 #include "agent/rdzv_settings.h"
@@ -194,6 +195,13 @@ int run(const AgentConfig& config) {
       return 2;
     }
     backend_name = config.rdzv_backend;
+    auto secret = config.secret_from_stdin ? read_secret_line(STDIN_FILENO)
+                                           : load_job_secret(rdzv->secret_file);
+    if (!secret) {
+      std::fprintf(stderr, "ddprun: error: %s\n", secret.status().message().c_str());
+      return 2;
+    }
+    rdzv->secret = std::move(secret).value();
     backend = multinode_backend<NativeBackend>(io, config, *setup, std::move(rdzv).value(),
                                                **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);

@@ -78,6 +78,9 @@ struct AgentConfig {
   // Agents of a fan-out: the launching ddprun prints the job's root-cause table once, so
   // this agent does not (it still logs the job's end and exit code).
   bool job_report_by_launcher = false;
+  // Agents a launching ddprun started over ssh: the job secret is the first line of stdin
+  // (the launcher writes it there, so it is never in argv; agent/job_secret.h).
+  bool secret_from_stdin = false;
 };
 
 }  // namespace ddp::agent

@@ -48,6 +48,10 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
       return invalid_argument(
           "--rdzv-conf is_host does not apply to --rdzv-backend etcd (no node hosts the "
           "rendezvous: it lives in etcd); drop is_host");
+    } else if (key == "secret_file") {
+      return invalid_argument(
+          "--rdzv-conf secret_file is for the native rendezvous (c10d, static); the etcd "
+          "backend relies on etcd's own authentication (protocol=https, cert, key)");
     } else {
       shared.rdzv_conf[key] = value;
     }

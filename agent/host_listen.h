@@ -29,8 +29,8 @@ std::string store_bind_host(const std::string& master_addr);
 
 // Errors: those of binding ADDR:PORT (rendezvous::Server::start), e.g. "already in use", or ADDR
 // not an address of this machine.
-Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,
-                                                           const std::string& addr,
-                                                           std::uint16_t port);
+Result<std::unique_ptr<rendezvous::Server>> listen_as_host(
+    boost::asio::io_context& io, const std::string& addr, std::uint16_t port,
+    const rendezvous::AuthOptions& auth = {});
 
 }  // namespace ddp::agent

@@ -67,6 +67,7 @@ void NativeBackend::connect() {
         if (!client)
           return lost(Status(client.status().code(), unreachable_message(client.status())));
         client_ = std::move(client).value();
+        if (rdzv_.secret) client_->use_secret(*rdzv_.secret);
         send_join();
       });
 }

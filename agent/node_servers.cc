@@ -6,6 +6,7 @@
 
 #include "agent/host_listen.h"
 #include "agent/static_host.h"
+#include "rendezvous/auth/auth.h"
 
 namespace ddp::agent {
 
@@ -23,9 +24,17 @@ Status NodeServers::start() {
   return start_store();
 }
 
+rendezvous::AuthOptions NodeServers::daemon_auth() const {
+  rendezvous::AuthOptions auth;
+  // The hosted daemon knows its own job's key from the start: no trust on first use.
+  if (rdzv_.secret)
+    auth.pinned.emplace_back(run_id_, rendezvous::auth::job_key(*rdzv_.secret, run_id_));
+  return auth;
+}
+
 Status NodeServers::start_daemon() {
   if (rdzv_.is_host == false) return Status::ok();
-  auto server = listen_as_host(io_, rdzv_.host, rdzv_.port);
+  auto server = listen_as_host(io_, rdzv_.host, rdzv_.port, daemon_auth());
   if (!server) {
     if (rdzv_.is_host == true) {
       return Status(server.status().code(),
@@ -43,7 +52,7 @@ Status NodeServers::start_daemon() {
 
 Status NodeServers::start_static_daemon() {
   if (*rdzv_.node_rank != 0) return Status::ok();
-  auto host = start_static_host(io_, rdzv_.host, rdzv_.port);
+  auto host = start_static_host(io_, rdzv_.host, rdzv_.port, daemon_auth());
   if (!host) return host.status();
   daemon_ = std::move(host->server);
   daemon_connect_host_ = host->connect_host;

@@ -48,6 +48,7 @@ class NodeServers {
   void stop();
 
  private:
+  rendezvous::AuthOptions daemon_auth() const;  // the job's key pinned when it has a secret
   Status start_daemon();
   Status start_static_daemon();
   Status start_store();

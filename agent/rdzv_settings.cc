@@ -103,6 +103,15 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
       s.is_host = value == "1" || value == "true" || value == "True" || value == "TRUE";
       continue;
     }
+    if (key == "secret_file") {
+      if (value.empty()) {
+        return invalid_argument(
+            "--rdzv-conf secret_file= is empty; give the path of a file "
+            "readable by its owner only (chmod 600)");
+      }
+      s.secret_file = value;
+      continue;
+    }
     static constexpr const char* kKnown[] = {"join_timeout",        "timeout",
                                              "last_call_timeout",   "close_timeout",
                                              "keep_alive_interval", "keep_alive_max_attempt",
@@ -110,7 +119,8 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
       return invalid_argument("--rdzv-conf: unknown key '" + key +
                               "'; use join_timeout, last_call_timeout, close_timeout, "
-                              "keep_alive_interval, keep_alive_max_attempt, read_timeout, is_host");
+                              "keep_alive_interval, keep_alive_max_attempt, read_timeout, is_host, "
+                              "secret_file");
     }
     auto n = number(key, value);
     if (!n) return n.status();

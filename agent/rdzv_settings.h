@@ -27,6 +27,10 @@ struct RdzvSettings {
   // host:port is also the worker store (MASTER_ADDR/PORT), node rank 0 hosts it, and the
   // other nodes retry reaching it until config.join_timeout (node rank 0 may start later).
   std::optional<std::uint32_t> node_rank;
+  // Job secrets: --rdzv-conf secret_file=PATH as given; the secret itself is loaded by
+  // load_job_secret() (agent/job_secret.h), which does the I/O.
+  std::optional<std::string> secret_file;
+  std::optional<std::string> secret;
 };
 
 // Errors (kInvalidArgument, naming the option and the fix): c10d without --rdzv-endpoint, a

@@ -26,6 +26,6 @@ struct StaticHost {
 // Errors: kIo "port P on A is taken (...); ..." when something else listens there (the fix:
 // stop it, or pass a free --master-port, the same on every node); kIo for other failures.
 Result<StaticHost> start_static_host(boost::asio::io_context& io, const std::string& addr,
-                                     std::uint16_t port);
+                                     std::uint16_t port, const rendezvous::AuthOptions& auth = {});
 
 }  // namespace ddp::agent

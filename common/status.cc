@@ -28,6 +28,8 @@ std::string_view error_code_name(ErrorCode code) {
       return "address in use";
     case ErrorCode::kJobFinished:
       return "job finished";
+    case ErrorCode::kUnauthenticated:
+      return "unauthenticated";
   }
   return "unknown error";
 }

@@ -25,6 +25,7 @@ enum class ErrorCode {
   kInternal,         // a bug: an invariant did not hold
   kAddressInUse,     // bind: another process holds the address and port
   kJobFinished,      // the rendezvous job (run id) already ended; start a new one
+  kUnauthenticated,  // the job's secret was missing or did not match (job secrets)
 };
 
 std::string_view error_code_name(ErrorCode code);
@@ -60,6 +61,7 @@ inline Status cancelled(std::string m) { return {ErrorCode::kCancelled, std::mov
 inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
 inline Status address_in_use(std::string m) { return {ErrorCode::kAddressInUse, std::move(m)}; }
 inline Status job_finished(std::string m) { return {ErrorCode::kJobFinished, std::move(m)}; }
+inline Status unauthenticated(std::string m) { return {ErrorCode::kUnauthenticated, std::move(m)}; }
 
 // Either a T or a non-OK Status. Constructing from an OK Status is a bug (kInternal).
 template <typename T>

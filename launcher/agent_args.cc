@@ -12,9 +12,11 @@ constexpr std::array<std::string_view, 9> kLauncherOnly = {
     "launcher", "hosts",        "hostfile",    "ssh_command", "ssh_port",
     "ssh_user", "ssh_identity", "forward_env", "status_port"};
 
-constexpr std::array<std::string_view, 9> kFanOutSets = {
-    "nnodes",    "nproc_per_node", "rdzv_backend",      "rdzv_endpoint",         "rdzv_id",
-    "rdzv_conf", "local_addr",     "exit_on_stdin_eof", "job_report_by_launcher"};
+constexpr std::array<std::string_view, 10> kFanOutSets = {
+    "nnodes",           "nproc_per_node",    "rdzv_backend",
+    "rdzv_endpoint",    "rdzv_id",           "rdzv_conf",
+    "local_addr",       "exit_on_stdin_eof", "job_report_by_launcher",
+    "secret_from_stdin"};
 
 }  // namespace
 

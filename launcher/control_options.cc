@@ -121,6 +121,11 @@ Status resolve_control(const RawOptions& raw, Invocation& out) {
       !s) {
     return s;
   }
+  if (Status s = take(raw.at("secret_from_stdin"), flag(raw, "secret_from_stdin"),
+                      config.secret_from_stdin);
+      !s) {
+    return s;
+  }
   if (Status s = take(raw.at("job_report_by_launcher"), flag(raw, "job_report_by_launcher"),
                       config.job_report_by_launcher);
       !s) {

@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 46> kOptions{{
+constexpr std::array<OptionSpec, 47> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -85,6 +85,8 @@ constexpr std::array<OptionSpec, 46> kOptions{{
      "Variables sent to remote agents: NAME or PREFIX*, comma-separated"},
     // Hidden: what the launching ddprun gives the agents it starts over ssh (launcher/fanout/).
     {"exit_on_stdin_eof", "", true, "0", "Internal: stdin closing stops this agent like SIGTERM"},
+    {"secret_from_stdin", "", true, "0",
+     "Internal: the job secret is the first line of stdin (ssh fan-out; never argv)"},
     {"job_report_by_launcher", "", true, "0",
      "Internal: the launching ddprun prints the job's root cause, not this agent"},
 }};

@@ -216,6 +216,18 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
   return pid;
 }
 
+Status Spawner::write_stdin(int id, std::string_view bytes) {
+  auto it = children_.find(id);
+  if (it == children_.end() || it->second->stdin_fd < 0) return not_found("no stdin pipe");
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(it->second->stdin_fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error(std::string("write to a child's stdin: ") + std::strerror(errno));
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return Status::ok();
+}
+
 void Spawner::close_stdin(int id) {
   auto it = children_.find(id);
   if (it != children_.end()) it->second->close_stdin();

@@ -60,6 +60,9 @@ class Spawner final : public ProcessLauncher {
 
   Result<pid_t> spawn(int id, const LaunchSpec& spec) override;
   void close_stdin(int id) override;
+  // Writes `bytes` to child `id`'s stdin pipe at once (a few bytes that fit the pipe buffer,
+  // e.g. a job secret; never blocks for long). kNotFound without a pipe, kIo on error.
+  Status write_stdin(int id, std::string_view bytes);
   void signal_group(int id, int signal) override;
   void release(int id) override;
   // SIGKILLs every child of this process that is not one of this spawner's (re-parented

@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
                  "CIDR[,CIDR...]: only peers in these networks (or 'loopback') may use TCPStore "
                  "operations; others are disconnected. Native rendezvous requests of agents are "
                  "allowed from anywhere (default: TCPStore operations from anywhere)");
+  app.add_flag("--require-secret", options.server.auth.require_secret,
+               "Refuse jobs without a secret (docs/security.md, \"Job secrets\")");
   CLI11_PARSE(app, argc, argv);
   auto limits = ddp::rendezvous::connection_limits_from_flags(connection);
   if (!limits) {

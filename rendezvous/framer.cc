@@ -15,6 +15,7 @@ Frame Framer::next(std::string_view input) {
   }
   const auto type = static_cast<std::uint8_t>(input.front());
   if (!rendezvous::membership::is_native_request_type(type)) return next_store(input);
+  if (type == kAuthHelloType || type == kAuthFrameType) return next_auth(type, input);
   auto decoded = rendezvous::membership::decode_request(input, wire_);
   switch (decoded.state) {
     case rendezvous::membership::DecodeState::kIncomplete:
@@ -31,6 +32,57 @@ Frame Framer::next(std::string_view input) {
   frame.kind = FrameKind::kNative;
   frame.consumed = decoded.consumed;
   frame.native = std::move(decoded.message);
+  return frame;
+}
+
+Frame Framer::next_auth(std::uint8_t type, std::string_view input) {
+  Frame frame;
+  const AuthLimits limits{wire_.max_name_bytes, wire_.max_message_bytes};
+  if (type == kAuthHelloType) {
+    auto hello = parse_auth_hello(input, limits);
+    if (hello.state == ParseState::kIncomplete) {
+      frame.needed = hello.needed;
+    } else if (hello.state == ParseState::kError) {
+      frame.kind = FrameKind::kError;
+      frame.error = "malformed rendezvous request: " + hello.error;
+    } else {
+      native_mode_ = true;
+      frame.kind = FrameKind::kAuthHello;
+      frame.consumed = hello.consumed;
+      frame.hello_run_id = std::move(hello.value);
+    }
+    return frame;
+  }
+  auto parsed = parse_auth_frame(input, limits);
+  if (parsed.state == ParseState::kIncomplete) {
+    frame.needed = parsed.needed;
+    return frame;
+  }
+  if (parsed.state == ParseState::kError) {
+    frame.kind = FrameKind::kError;
+    frame.error = "malformed rendezvous request: " + parsed.error;
+    return frame;
+  }
+  // The inner request must be exactly one plain native request (no nesting).
+  const std::string_view inner = parsed.value.request();
+  const auto inner_type = static_cast<std::uint8_t>(inner.front());
+  auto decoded = inner_type == kAuthHelloType || inner_type == kAuthFrameType
+                     ? rendezvous::membership::Decoded<rendezvous::membership::Request>{}
+                     : rendezvous::membership::decode_request(inner, wire_);
+  if (decoded.state != rendezvous::membership::DecodeState::kComplete ||
+      decoded.consumed != inner.size()) {
+    frame.kind = FrameKind::kError;
+    frame.error =
+        "malformed rendezvous request: the AUTH_FRAME does not hold exactly one "
+        "native request" +
+        (decoded.error.empty() ? std::string() : " (" + decoded.error + ")");
+    return frame;
+  }
+  native_mode_ = true;
+  frame.kind = FrameKind::kAuthFrame;
+  frame.consumed = parsed.consumed;
+  frame.native = std::move(decoded.message);
+  frame.auth = std::move(parsed.value);
   return frame;
 }
 

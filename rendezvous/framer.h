@@ -37,7 +37,9 @@ inline constexpr std::uint8_t kStoreReplyType = 0x95;
 // Appends `u8 0x95 | u64 n | reply` to `out`.
 void put_store_reply(std::string& out, std::string_view reply);
 
-enum class FrameKind { kIncomplete, kError, kStore, kNative };
+// kAuthHello / kAuthFrame: the job-secret messages (protocol.h). A kAuthFrame carries its
+// decoded inner request in `native` and the frame itself in `auth`.
+enum class FrameKind { kIncomplete, kError, kStore, kNative, kAuthHello, kAuthFrame };
 
 struct Frame {
   FrameKind kind = FrameKind::kIncomplete;
@@ -45,7 +47,9 @@ struct Frame {
   std::size_t needed = 0;    // kIncomplete: smallest input size that can make progress
   std::string error;         // kError
   Request store;             // kStore (VALIDATE included, see validate_only)
-  rendezvous::membership::Request native;  // kNative
+  rendezvous::membership::Request native;  // kNative, kAuthFrame (the inner request)
+  std::string hello_run_id;                // kAuthHello
+  AuthFrame auth;                          // kAuthFrame
 };
 
 class Framer {
@@ -61,6 +65,7 @@ class Framer {
 
  private:
   Frame next_store(std::string_view input);
+  Frame next_auth(std::uint8_t type, std::string_view input);
 
   Limits limits_;
   rendezvous::membership::WireLimits wire_;

@@ -15,8 +15,15 @@ using rendezvous::membership::Clock;
 constexpr auto kPausedAfter = std::chrono::milliseconds(500);
 
 NativeHub::NativeHub(boost::asio::any_io_executor executor,
-                     rendezvous::membership::RegistryOptions options)
-    : registry_(options), timer_(std::move(executor)) {}
+                     rendezvous::membership::RegistryOptions options, AuthOptions auth)
+    : registry_(options), gate_(auth.require_secret), timer_(std::move(executor)) {
+  for (auto& [run_id, key] : auth.pinned) gate_.pin(run_id, key);
+  if (auto pair = auth::generate_key_pair()) {
+    daemon_key_ = *pair;
+  } else {
+    spdlog::error("no key pair for job secrets: {}", pair.status().message());
+  }
+}
 
 NativeHub::~NativeHub() { stop(); }
 
@@ -27,9 +34,77 @@ rendezvous::membership::NodeId NativeHub::attach(NativePeer& peer) {
 }
 
 void NativeHub::handle(rendezvous::membership::NodeId id, rendezvous::membership::Request request) {
+  if (auth_.count(id) != 0) {
+    return refuse(id, unauthenticated("this connection sent AUTH_HELLO: every rendezvous request "
+                                      "on it must be an AUTH_FRAME"));
+  }
+  if (const auto* join = std::get_if<rendezvous::membership::JoinRequest>(&request)) {
+    if (Status s = gate_.check_plain_join(join->run_id); !s) return refuse(id, s);
+    if (exposed_ && !warned_keyless_ && registry_.find(join->run_id) == nullptr) {
+      warned_keyless_ = true;
+      spdlog::warn(
+          "job '{}' has no secret and this daemon listens on a non-loopback address: anyone who "
+          "can reach it can join or stop such jobs; give jobs a secret (--rdzv-conf "
+          "secret_file=PATH or DDPRUN_SECRET) and run the daemon with --require-secret",
+          join->run_id);
+    }
+  }
+  dispatch(id, std::move(request));
+}
+
+void NativeHub::dispatch(rendezvous::membership::NodeId id,
+                         rendezvous::membership::Request request) {
   deliver(registry_.handle(id, std::move(request), Clock::now()));
   rearm();
   notify_drained();
+}
+
+void NativeHub::refuse(rendezvous::membership::NodeId id, const Status& why) {
+  spdlog::warn("rendezvous node {} refused: {}", id, why.message());
+  deliver({{id, rendezvous::membership::ErrorEvent{why.code(), why.message()}}});
+}
+
+void NativeHub::hello(rendezvous::membership::NodeId id, const std::string& run_id) {
+  auto peer = peers_.find(id);
+  if (peer == peers_.end()) return;
+  // A key whose job has gone (finished and forgotten, or never formed) is forgotten too.
+  if (registry_.find(run_id) == nullptr) gate_.settle(run_id, false);
+  if (auth_.count(id) != 0) {
+    return refuse(id, unauthenticated("AUTH_HELLO sent twice on one connection; open one "
+                                      "connection per job"));
+  }
+  if (!daemon_key_) return refuse(id, internal_error("this daemon has no key pair for secrets"));
+  auto challenge = auth::random_bytes32();
+  if (!challenge) return refuse(id, challenge.status());
+  auth::ConnectionAuth conn;
+  conn.run_id = run_id;
+  conn.challenge = *challenge;
+  auth_.emplace(id, std::move(conn));
+  peer->second->push(encode_challenge({*challenge, gate_.keyed(run_id), daemon_key_->public_key}));
+}
+
+void NativeHub::handle_auth(rendezvous::membership::NodeId id, const AuthFrame& frame,
+                            rendezvous::membership::Request request) {
+  auto conn = auth_.find(id);
+  if (conn == auth_.end()) {
+    return refuse(id, unauthenticated("AUTH_FRAME before AUTH_HELLO; send AUTH_HELLO first"));
+  }
+  const auto* join = std::get_if<rendezvous::membership::JoinRequest>(&request);
+  auth::FrameCheck check;
+  check.counter = frame.counter;
+  check.mac = frame.mac;
+  check.wrap = frame.wrap;
+  check.covered = frame.covered;
+  check.is_join = join != nullptr;
+  if (join != nullptr) check.join_run_id = join->run_id;
+  const std::string run_id = conn->second.run_id;
+  if (Status s = gate_.verify(conn->second, check, registry_.find(run_id) != nullptr, *daemon_key_);
+      !s) {
+    return refuse(id, s);
+  }
+  const bool is_join = join != nullptr;
+  dispatch(id, std::move(request));
+  if (is_join) gate_.settle(run_id, registry_.find(run_id) != nullptr);
 }
 
 void NativeHub::touch(rendezvous::membership::NodeId id) {
@@ -40,6 +115,7 @@ void NativeHub::touch(rendezvous::membership::NodeId id) {
 
 void NativeHub::closed(rendezvous::membership::NodeId id) {
   if (peers_.erase(id) == 0) return;
+  auth_.erase(id);
   deliver(registry_.connection_closed(id, Clock::now()));
   rearm();
   notify_drained();

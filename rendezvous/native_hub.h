@@ -10,6 +10,10 @@
 // to any registered peer before returning (delivery is synchronous: peer->push queues bytes).
 // Calls may nest (a push that makes a peer close calls closed() from inside a delivery).
 // Lifetime: owned by SessionContext; stop() cancels the timer so the io_context can finish.
+//
+// Job secrets (issue 21): a connection that sends AUTH_HELLO gets a CHALLENGE and from then on
+// sends AUTH_FRAMEs only; the auth::Gate decides (rendezvous/auth/gate.h). A refused request
+// changes nothing and gets an ErrorEvent kUnauthenticated on its own connection.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -22,8 +26,10 @@
 #include <utility>
 #include <vector>
 
+#include "rendezvous/auth/gate.h"
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/registry.h"
+#include "rendezvous/protocol.h"
 
 namespace ddp::rendezvous {
 
@@ -36,10 +42,16 @@ class NativePeer {
   virtual void push(std::string_view bytes) = 0;
 };
 
+struct AuthOptions {
+  bool require_secret = false;  // refuse jobs without a secret (ddp-rendezvous --require-secret)
+  // Jobs whose key this daemon knows from the start (the embedded daemon of a ddprun host).
+  std::vector<std::pair<std::string, auth::Key>> pinned;
+};
+
 class NativeHub {
  public:
   NativeHub(boost::asio::any_io_executor executor,
-            rendezvous::membership::RegistryOptions options = {});
+            rendezvous::membership::RegistryOptions options = {}, AuthOptions auth = {});
   ~NativeHub();
   NativeHub(const NativeHub&) = delete;
   NativeHub& operator=(const NativeHub&) = delete;
@@ -49,6 +61,15 @@ class NativeHub {
   // One decoded native request from `id`; its events (including the reply to JOIN) are
   // pushed before this returns.
   void handle(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
+  // AUTH_HELLO from `id`: binds the connection to `run_id` and pushes its CHALLENGE.
+  void hello(rendezvous::membership::NodeId id, const std::string& run_id);
+  // One AUTH_FRAME from `id` and its decoded inner request: handled as handle() does once the
+  // gate accepts it, else an ErrorEvent kUnauthenticated and nothing else.
+  void handle_auth(rendezvous::membership::NodeId id, const AuthFrame& frame,
+                   rendezvous::membership::Request request);
+  // The server listens on a non-loopback address: one warning at the first job without a
+  // secret.
+  void set_exposed(bool exposed) { exposed_ = exposed; }
   // Any other traffic from `id` (TCPStore queries) also proves it alive.
   void touch(rendezvous::membership::NodeId id);
   // The connection closed (EOF, error, server stop): the node is gone at once.
@@ -65,6 +86,8 @@ class NativeHub {
 
  private:
   void deliver(const rendezvous::membership::Events& events);
+  void refuse(rendezvous::membership::NodeId id, const Status& why);
+  void dispatch(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
   void rearm();
   void on_timer();
   bool drained(const std::string& run_id) const;
@@ -72,6 +95,11 @@ class NativeHub {
   void notify_drained();
 
   rendezvous::membership::Registry registry_;
+  auth::Gate gate_;
+  std::optional<auth::KeyPair> daemon_key_;  // for key wraps; none if getrandom failed
+  std::unordered_map<rendezvous::membership::NodeId, auth::ConnectionAuth> auth_;
+  bool exposed_ = false;
+  bool warned_keyless_ = false;
   boost::asio::steady_timer timer_;
   std::optional<rendezvous::membership::TimePoint> armed_;  // the deadline the timer waits for
   std::unordered_map<rendezvous::membership::NodeId, NativePeer*> peers_;

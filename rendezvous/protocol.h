@@ -42,6 +42,33 @@
 //                     version uses them). This parser rejects them; the session's Framer
 //                     (framer.h) routes 0x80..0x8F to membership/wire.h before it is called.
 //
+// Job secrets (issue 21): three messages of the native range authenticate an agent's native
+// requests (rendezvous/auth/auth.h computes the MAC; the NativeHub's Gate decides).
+//
+//   type  message (direction)          fields
+//   ----  ---------------------------  ----------------------------------------------------
+//   0x88  AUTH_HELLO (agent -> daemon)  run_id str                 reply: CHALLENGE
+//   0x97  CHALLENGE  (daemon -> agent)  u8[32] challenge, u8 job_keyed (0/1),
+//                                       u8[32] daemon X25519 public key
+//   0x89  AUTH_FRAME (agent -> daemon)  u64 counter, u8[32] mac, | covered:
+//                                       u8 has_wrap (0/1), [u8[32] agent X25519 public key,
+//                                       u8[32] wrapped job key], u64 n, n bytes: one native
+//                                       request 0x80..0x87 (membership/wire.h)
+//
+//   agent                                        daemon
+//     | AUTH_HELLO "job-A"                          |  binds the connection to job-A
+//     |-------------------------------------------->|
+//     |            CHALLENGE nonce, keyed, dpub     |  nonce: 32 fresh random bytes
+//     |<--------------------------------------------|
+//     | AUTH_FRAME 0, mac0, wrap?, JOIN             |  mac = HMAC(K_job-A, nonce, counter,
+//     |-------------------------------------------->|        run id, covered)
+//     | AUTH_FRAME 1, mac1, -, HEARTBEAT ...         |  counter must be 0, 1, 2 ... in order
+//
+// A wrap is sent only when CHALLENGE said the job has no key yet (trust on first use,
+// rendezvous/auth/key_wrap.h). After AUTH_HELLO a connection's native requests must all be
+// AUTH_FRAMEs; TCPStore queries stay as they are. Limits (checked before any allocation):
+// run_id <= AuthLimits::max_run_id_bytes, n <= AuthLimits::max_request_bytes.
+//
 // Dialect detection: a modern client always opens with `00 CE F7 85 3C` (VALIDATE + magic);
 // a 1.13 client cannot (a SET would declare a ~1 GB key). A strict prefix of those bytes
 // needs more input; anything else is the 1.13 numbering.
@@ -54,6 +81,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rendezvous/auth/auth.h"
+#include "rendezvous/auth/key_wrap.h"
 #include "rendezvous/limits.h"
 
 namespace ddp::rendezvous {
@@ -151,5 +180,53 @@ bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v);
 bool get_u32(std::string_view in, std::size_t& pos, std::uint32_t& v);
 bool get_i64(std::string_view in, std::size_t& pos, std::int64_t& v);
 bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v);
+
+// ---- job secrets: AUTH_HELLO, AUTH_FRAME, CHALLENGE (drawn above) ----------------------
+inline constexpr std::uint8_t kAuthHelloType = 0x88;
+inline constexpr std::uint8_t kAuthFrameType = 0x89;
+inline constexpr std::uint8_t kChallengeType = 0x97;
+
+struct AuthLimits {
+  std::size_t max_run_id_bytes = 1024;
+  std::size_t max_request_bytes = std::size_t{16} << 20;
+};
+
+struct AuthFrame {
+  std::uint64_t counter = 0;
+  auth::Mac mac{};
+  std::optional<auth::KeyWrap> wrap;
+  std::string covered;             // the bytes after the MAC (what the MAC covers)
+  std::size_t request_offset = 0;  // where the inner request starts within `covered`
+  std::string_view request() const { return std::string_view(covered).substr(request_offset); }
+};
+
+struct ChallengeMessage {
+  auth::Challenge challenge{};
+  bool job_keyed = false;
+  auth::Bytes32 daemon_public{};
+  bool operator==(const ChallengeMessage&) const = default;
+};
+
+template <typename T>
+struct Parsed {
+  ParseState state = ParseState::kIncomplete;
+  T value{};
+  std::size_t consumed = 0;  // kComplete
+  std::size_t needed = 0;    // kIncomplete: the smallest input size that can make progress
+  std::string error;         // kError
+};
+
+std::string encode_auth_hello(std::string_view run_id);
+// The covered part of an AUTH_FRAME: has_wrap, [wrap], u64 n, request.
+std::string auth_covered(const std::optional<auth::KeyWrap>& wrap, std::string_view request);
+std::string encode_auth_frame(std::uint64_t counter, const auth::Mac& mac,
+                              std::string_view covered);
+std::string encode_challenge(const ChallengeMessage& challenge);
+
+// Decode the first message of `input` (which starts with the type byte). Pure; lengths are
+// checked against `limits` before anything is allocated.
+Parsed<std::string> parse_auth_hello(std::string_view input, const AuthLimits& limits);
+Parsed<AuthFrame> parse_auth_frame(std::string_view input, const AuthLimits& limits);
+Parsed<ChallengeMessage> parse_challenge(std::string_view input);
 
 }  // namespace ddp::rendezvous

@@ -95,29 +95,75 @@ void RdzvClient::join(rendezvous::membership::JoinRequest request,
   keep_alive_ = request.config.keep_alive_interval;
   silence_budget_ = request.config.heartbeat_budget();
   last_rx_ = Clock::now();
+  if (secret_) {
+    run_id_ = request.run_id;
+    job_key_ = auth::job_key(*secret_, run_id_);
+    held_join_ = std::move(request);
+    send(encode_auth_hello(run_id_));
+    return;
+  }
   send(rendezvous::membership::encode_request(request));
+  joined_sent();
+}
+
+void RdzvClient::use_secret(std::string secret) { secret_ = std::move(secret); }
+
+void RdzvClient::joined_sent() {
   join_sent_ = true;
   heartbeats_on_ = true;
   arm_heartbeat();
   send_next_store();
 }
 
+void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
+  if (!held_join_ || challenge_) {
+    end(protocol_error("the rendezvous daemon at " + peer_ + " sent an unexpected CHALLENGE"));
+    return;
+  }
+  challenge_ = challenge.challenge;
+  std::optional<auth::KeyWrap> wrap;
+  if (!challenge.job_keyed) {
+    // The daemon does not know this job yet: register its key (trust on first use).
+    auto wrapped = auth::wrap_job_key(job_key_, challenge.daemon_public, challenge.challenge);
+    if (!wrapped) {
+      end(wrapped.status());
+      return;
+    }
+    wrap = *wrapped;
+  }
+  const std::string covered =
+      auth_covered(wrap, rendezvous::membership::encode_request(*held_join_));
+  held_join_.reset();
+  const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
+  send(encode_auth_frame(counter_++, mac, covered));
+  joined_sent();
+}
+
+void RdzvClient::send_native(const rendezvous::membership::Request& request) {
+  std::string bytes = rendezvous::membership::encode_request(request);
+  if (!secret_) {
+    send(std::move(bytes));
+    return;
+  }
+  if (!challenge_) return;  // nothing to say before JOIN (the daemon would refuse it)
+  const std::string covered = auth_covered(std::nullopt, bytes);
+  const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
+  send(encode_auth_frame(counter_++, mac, covered));
+}
+
 void RdzvClient::report_failure(std::uint64_t round,
                                 std::vector<rendezvous::membership::Failure> failures) {
-  send(rendezvous::membership::encode_request(
-      rendezvous::membership::ReportFailure{round, std::move(failures)}));
+  send_native(rendezvous::membership::ReportFailure{round, std::move(failures)});
 }
 void RdzvClient::workers_stopped(std::uint64_t round) {
-  send(rendezvous::membership::encode_request(rendezvous::membership::WorkersStopped{round}));
+  send_native(rendezvous::membership::WorkersStopped{round});
 }
 void RdzvClient::report_success(std::uint64_t round) {
-  send(rendezvous::membership::encode_request(rendezvous::membership::ReportSuccess{round}));
+  send_native(rendezvous::membership::ReportSuccess{round});
 }
-void RdzvClient::query_waiting() {
-  send(rendezvous::membership::encode_request(rendezvous::membership::QueryWaiting{}));
-}
+void RdzvClient::query_waiting() { send_native(rendezvous::membership::QueryWaiting{}); }
 void RdzvClient::leave(std::string reason) {
-  send(rendezvous::membership::encode_request(rendezvous::membership::Leave{std::move(reason)}));
+  send_native(rendezvous::membership::Leave{std::move(reason)});
   close_after_write_ = true;
   heartbeats_on_ = false;
   heartbeat_.cancel();
@@ -166,7 +212,7 @@ void RdzvClient::arm_heartbeat() {
     const auto now = Clock::now();
     if (now - self->heartbeat_.expiry() > self->keep_alive_) self->resumed_at_ = now;
     if (!self->check_daemon_alive()) return;
-    self->send(rendezvous::membership::encode_request(rendezvous::membership::Heartbeat{}));
+    self->send_native(rendezvous::membership::Heartbeat{});
     self->arm_heartbeat();
   });
 }

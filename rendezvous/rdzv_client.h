@@ -27,6 +27,11 @@
 // A heartbeat tick that fires over an interval late means this process itself was paused
 // (SIGSTOP, a VM freeze): silence is then counted from the wake-up, so what the daemon sent
 // meanwhile (e.g. that it removed this node) is read before the daemon is judged silent.
+// Job secrets (issue 21): after use_secret(), join() first sends AUTH_HELLO, waits for the
+// daemon's CHALLENGE, and from then on every native request (JOIN, heartbeats, reports, LEAVE)
+// goes out as an AUTH_FRAME signed with the job key (rendezvous/auth/auth.h, protocol.h). The
+// secret stays in this object; only MACs and, for a job the daemon does not know yet, the
+// X25519-wrapped job key go on the wire. A wrong secret ends the join with kUnauthenticated.
 // TCPStore queries may share the connection (rendezvous/framer.h): store() keeps one in
 // flight and queues the rest, so replies match queries; a WAIT that never completes blocks
 // later store() calls (but not rendezvous traffic).
@@ -72,6 +77,9 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   void connect(std::string host, std::uint16_t port, std::chrono::milliseconds timeout,
                std::function<void(Status)> done);
 
+  // Sign every native request with the job key derived from `secret` (call before join()).
+  void use_secret(std::string secret);
+
   // Sends JOIN; `done` gets the daemon's Joined, or its ErrorEvent as a Status (bad config,
   // config mismatch, job finished, ...), or kPeerGone when the connection ends first.
   // One join per connection. Starts the heartbeat timer.
@@ -113,6 +121,12 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   using Clock = std::chrono::steady_clock;
 
   void send(std::string bytes);
+  // A native request, signed when a secret is in use.
+  void send_native(const rendezvous::membership::Request& request);
+  // The daemon's CHALLENGE: sends the held JOIN as the first AUTH_FRAME.
+  void on_challenge(const ChallengeMessage& challenge);
+  // JOIN is on the wire: heartbeats and held store queries start.
+  void joined_sent();
   void flush();
   void read_more();
   // Decodes every complete push at the front of in_; false after ending the connection.
@@ -149,6 +163,12 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   std::deque<StoreCall> store_calls_;  // front is in flight when store_in_flight_
   bool store_in_flight_ = false;
   bool join_sent_ = false;  // store queries wait for it: only then are replies framed
+  std::optional<std::string> secret_;
+  auth::Key job_key_{};
+  std::string run_id_;
+  std::optional<auth::Challenge> challenge_;
+  std::uint64_t counter_ = 0;
+  std::optional<rendezvous::membership::JoinRequest> held_join_;  // until the CHALLENGE
 };
 
 }  // namespace ddp::rendezvous

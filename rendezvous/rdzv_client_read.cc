@@ -45,6 +45,18 @@ bool RdzvClient::consume() {
       used += pos + n;
       continue;
     }
+    if (static_cast<std::uint8_t>(rest.front()) == kChallengeType) {
+      auto challenge = parse_challenge(rest);
+      if (challenge.state == ParseState::kIncomplete) break;
+      if (challenge.state == ParseState::kError) {
+        end(protocol_error("bad CHALLENGE from the rendezvous daemon at " + peer_ + ": " +
+                           challenge.error));
+        return false;
+      }
+      used += challenge.consumed;
+      on_challenge(challenge.value);
+      continue;
+    }
     auto decoded = rendezvous::membership::decode_push(rest);
     if (decoded.state == rendezvous::membership::DecodeState::kIncomplete) break;
     if (decoded.state == rendezvous::membership::DecodeState::kError) {

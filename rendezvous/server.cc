@@ -30,7 +30,8 @@ struct Listener {
   Listener(asio::io_context& io, const ServerOptions& options, ConnectionCaps caps)
       : acceptor(io),
         sessions(std::make_shared<SessionContext>(io.get_executor(), options.limits,
-                                                  options.registry, options.connections, caps)) {
+                                                  options.registry, options.connections, caps,
+                                                  options.auth)) {
     spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   }
   ~Listener() {
@@ -205,6 +206,8 @@ Result<std::unique_ptr<Server>> Server::start(asio::io_context& io, const Server
       !bound) {
     return bound;
   }
+  listener->sessions->native.set_exposed(
+      !listener->acceptor.local_endpoint().address().is_loopback());
   asio::co_spawn(io, accept_loop(listener), asio::detached);
   std::unique_ptr<Server> server = std::make_unique<ServerImpl>(listener);
   spdlog::info("store listening on {}",

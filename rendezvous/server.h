@@ -24,6 +24,7 @@
 #include "rendezvous/connection_limits.h"
 #include "rendezvous/limits.h"
 #include "rendezvous/membership/registry.h"
+#include "rendezvous/native_hub.h"
 #include "rendezvous/protocol.h"
 
 namespace ddp::rendezvous {
@@ -34,6 +35,7 @@ struct ServerOptions {
   Limits limits;
   ConnectionLimits connections;                      // caps, first-request deadline, --store-allow
   rendezvous::membership::RegistryOptions registry;  // how long finished jobs are remembered
+  AuthOptions auth;  // job secrets: --require-secret, the embedded daemon's own job key
 };
 
 // What the server has served, for the status endpoint (rendezvous/status/). Plain values.

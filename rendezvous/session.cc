@@ -155,6 +155,11 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
         first_request_done();
         handle_native(std::move(frame.native));
         break;
+      case FrameKind::kAuthHello:
+      case FrameKind::kAuthFrame:
+        used += frame.consumed;
+        handle_auth(frame);
+        break;
     }
   }
   if (closed_) return std::nullopt;
@@ -190,20 +195,35 @@ bool Session::handle_store(Request& request) {
   return true;
 }
 
-void Session::handle_native(rendezvous::membership::Request request) {
+bool Session::become_native() {
   if (watching_) {
     close(
         "native rendezvous requests cannot share a connection with WATCH_KEY; use another "
         "connection for watches",
         true);
-    return;
+    return false;
   }
   if (!node_id_) {
     node_id_ = ctx_->native.attach(*this);
     spdlog::debug("connection from {} is rendezvous node {}", peer(), *node_id_);
   }
+  return true;
+}
+
+void Session::handle_native(rendezvous::membership::Request request) {
+  if (!become_native()) return;
   ++ctx_->native_requests;
   ctx_->native.handle(*node_id_, std::move(request));
+}
+
+void Session::handle_auth(Frame& frame) {
+  if (!become_native()) return;
+  if (frame.kind == FrameKind::kAuthHello) {
+    ctx_->native.hello(*node_id_, frame.hello_run_id);
+  } else {
+    ++ctx_->native_requests;
+    ctx_->native.handle_auth(*node_id_, frame.auth, std::move(frame.native));
+  }
 }
 
 void Session::push(std::string_view bytes) {

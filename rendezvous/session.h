@@ -70,9 +70,9 @@ enum class Refusal {
 struct SessionContext {
   SessionContext(boost::asio::any_io_executor executor, const Limits& l,
                  rendezvous::membership::RegistryOptions registry = {}, ConnectionLimits conn = {},
-                 ConnectionCaps conn_caps = {})
+                 ConnectionCaps conn_caps = {}, AuthOptions auth = {})
       : limits(l),
-        native(std::move(executor), registry),
+        native(std::move(executor), registry, std::move(auth)),
         connections(std::move(conn)),
         caps(conn_caps),
         admission(conn_caps.max_connections, conn_caps.max_per_peer),
@@ -137,6 +137,9 @@ class Session final : public Subscriber,
   bool handle_store(Request& request);
   bool handle(Request& request);  // applies a TCPStore query, appends its raw reply to out_
   void handle_native(rendezvous::membership::Request request);
+  // The job-secret messages (protocol.h): same WATCH_KEY exclusion, then the hub's gate.
+  void handle_auth(Frame& frame);
+  bool become_native();  // false after closing (WATCH_KEY on this connection)
   void flush();
   std::string peer() const;
   // Connection limits (session_limits.cc): the first-request deadline, and whether a decoded

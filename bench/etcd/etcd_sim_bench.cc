@@ -57,9 +57,8 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k) {
   if (!coordinator_lease)
     return std::fprintf(stderr, "%s\n", coordinator_lease.status().message().c_str()), 1;
   // The coordinator's writes are fenced on its claim of P/coordinator, as an elected agent's.
-  auto claim =
-      run(io, client.txn(ddp::etcd::put_if_absent(keys.coordinator(), "coordinator",
-                                                  coordinator_lease->id)));
+  auto claim = run(io, client.txn(ddp::etcd::put_if_absent(keys.coordinator(), "coordinator",
+                                                           coordinator_lease->id)));
   if (!claim || !claim->succeeded)
     return std::fprintf(stderr, "cannot claim %s\n", keys.coordinator().c_str()), 1;
   ddp::agent::EtcdCoordinator coordinator(

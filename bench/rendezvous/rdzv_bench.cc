@@ -11,6 +11,10 @@
 // The assignments are checked: group ranks are a permutation of 0..K-1, rank offsets sum the
 // local world sizes, every agent names the same store address, every JobFinished the same
 // exit code. Prints one JSON object on stdout; exits 1 on a wrong result or a timeout.
+// --secret S: every agent authenticates as ddprun's agents do (job secrets): AUTH_HELLO, then
+// on the daemon's CHALLENGE its JOIN as a signed AUTH_FRAME (with the X25519 key wrap, since
+// every agent starts before the job exists), and every later request signed; the join phase
+// then includes the extra round trip and all the MAC work of both sides.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -19,18 +23,24 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <deque>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "rendezvous/auth/auth.h"
+#include "rendezvous/auth/key_wrap.h"
 #include "rendezvous/membership/wire.h"
+#include "rendezvous/protocol.h"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace m = ddp::rendezvous::membership;
+namespace rdzv = ddp::rendezvous;
+namespace auth = ddp::rendezvous::auth;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
@@ -39,7 +49,10 @@ struct Agent {
   tcp::socket socket;
   std::string in;
   std::vector<char> buffer = std::vector<char>(2048);
-  std::string out;  // the bytes of this agent's in-flight write
+  std::deque<std::string> out;  // every write of this agent (kept until the run ends)
+  std::string held_join;        // --secret: the JOIN until the CHALLENGE comes
+  std::optional<auth::Challenge> challenge;
+  std::uint64_t counter = 0;
   std::optional<m::RoundComplete> round;
   std::optional<m::StopWorkers> stop;
   std::optional<m::JobFinished> finished;
@@ -47,7 +60,9 @@ struct Agent {
 
 class Bench {
  public:
-  Bench(asio::io_context& io, std::size_t k) : io_(io) {
+  Bench(asio::io_context& io, std::size_t k, std::optional<std::string> secret, std::string run_id)
+      : io_(io), secret_(std::move(secret)), run_id_(std::move(run_id)) {
+    if (secret_) key_ = auth::job_key(*secret_, run_id_);
     for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io));
   }
 
@@ -89,6 +104,18 @@ class Bench {
   }
 
   const std::vector<std::unique_ptr<Agent>>& agents() const { return agents_; }
+  Agent& agent(std::size_t i) { return *agents_[i]; }
+
+  // What agent `a` sends for native request `bytes`: as is, or (--secret) signed; a JOIN is
+  // held until the agent's CHALLENGE and AUTH_HELLO goes first.
+  std::string outgoing(Agent& a, std::string bytes, bool is_join) {
+    if (!secret_) return bytes;
+    if (is_join) {
+      a.held_join = std::move(bytes);
+      return rdzv::encode_auth_hello(run_id_);
+    }
+    return sign(a, bytes, std::nullopt);
+  }
 
  private:
   template <typename Pred>
@@ -101,48 +128,77 @@ class Bench {
     return true;
   }
 
+  std::string sign(Agent& a, std::string_view request, const std::optional<auth::KeyWrap>& wrap) {
+    const std::string covered = rdzv::auth_covered(wrap, request);
+    const auth::Mac mac = auth::frame_mac(key_, *a.challenge, a.counter, run_id_, covered);
+    return rdzv::encode_auth_frame(a.counter++, mac, covered);
+  }
+
+  void on_challenge(Agent& a, const rdzv::ChallengeMessage& c) {
+    a.challenge = c.challenge;
+    std::optional<auth::KeyWrap> wrap;
+    if (!c.job_keyed) {
+      auto w = auth::wrap_job_key(key_, c.daemon_public, c.challenge);
+      if (!w) {
+        protocol_error_ = true;
+        return;
+      }
+      wrap = *w;
+    }
+    send(a, sign(a, a.held_join, wrap));
+  }
+
   void send(Agent& a, std::string bytes) {
-    a.out = std::move(bytes);  // one write per agent per phase: never overlaps
-    asio::async_write(a.socket, asio::buffer(a.out), [](boost::system::error_code ec, std::size_t) {
-      if (ec) std::cerr << "write failed: " << ec.message() << "\n";
-    });
+    a.out.push_back(std::move(bytes));  // stable until the run ends: writes never overlap it
+    asio::async_write(a.socket, asio::buffer(a.out.back()),
+                      [](boost::system::error_code ec, std::size_t) {
+                        if (ec) std::cerr << "write failed: " << ec.message() << "\n";
+                      });
   }
 
   void read(Agent& a) {
-    a.socket.async_read_some(asio::buffer(a.buffer),
-                             [this, &a](boost::system::error_code ec, std::size_t n) {
-                               if (ec)
-                                 return;  // the daemon closed: the phase times out and reports it
-                               a.in.append(a.buffer.data(), n);
-                               std::size_t used = 0;
-                               for (;;) {
-                                 auto d = m::decode_push(std::string_view(a.in).substr(used));
-                                 if (d.state == m::DecodeState::kIncomplete) break;
-                                 if (d.state == m::DecodeState::kError) {
-                                   std::cerr << "bad push: " << d.error << "\n";
-                                   protocol_error_ = true;
-                                   return;
-                                 }
-                                 used += d.consumed;
-                                 if (auto* r = std::get_if<m::RoundComplete>(&d.message))
-                                   a.round = *r;
-                                 if (auto* s = std::get_if<m::StopWorkers>(&d.message)) a.stop = *s;
-                                 if (auto* f = std::get_if<m::JobFinished>(&d.message))
-                                   a.finished = *f;
-                                 if (auto* e = std::get_if<m::ErrorEvent>(&d.message)) {
-                                   std::cerr << "error push: " << e->message << "\n";
-                                   protocol_error_ = true;
-                                 }
-                               }
-                               a.in.erase(0, used);
-                               read(a);
-                             });
+    a.socket.async_read_some(
+        asio::buffer(a.buffer), [this, &a](boost::system::error_code ec, std::size_t n) {
+          if (ec) return;  // the daemon closed: the phase times out and reports it
+          a.in.append(a.buffer.data(), n);
+          std::size_t used = 0;
+          for (;;) {
+            const std::string_view rest = std::string_view(a.in).substr(used);
+            if (!rest.empty() && static_cast<std::uint8_t>(rest[0]) == rdzv::kChallengeType) {
+              auto c = rdzv::parse_challenge(rest);
+              if (c.state != rdzv::ParseState::kComplete) break;
+              used += c.consumed;
+              on_challenge(a, c.value);
+              continue;
+            }
+            auto d = m::decode_push(std::string_view(a.in).substr(used));
+            if (d.state == m::DecodeState::kIncomplete) break;
+            if (d.state == m::DecodeState::kError) {
+              std::cerr << "bad push: " << d.error << "\n";
+              protocol_error_ = true;
+              return;
+            }
+            used += d.consumed;
+            if (auto* r = std::get_if<m::RoundComplete>(&d.message)) a.round = *r;
+            if (auto* s = std::get_if<m::StopWorkers>(&d.message)) a.stop = *s;
+            if (auto* f = std::get_if<m::JobFinished>(&d.message)) a.finished = *f;
+            if (auto* e = std::get_if<m::ErrorEvent>(&d.message)) {
+              std::cerr << "error push: " << e->message << "\n";
+              protocol_error_ = true;
+            }
+          }
+          a.in.erase(0, used);
+          read(a);
+        });
   }
 
   asio::io_context& io_;
   std::vector<std::unique_ptr<Agent>> agents_;
   std::size_t checked_ = 0;
   bool protocol_error_ = false;
+  std::optional<std::string> secret_;
+  std::string run_id_;
+  auth::Key key_{};
 };
 
 void raise_open_file_limit() {
@@ -186,11 +242,13 @@ int main(int argc, char** argv) {
   app.add_option("--port", port)->required();
   app.add_option("--agents", k)->required()->check(CLI::Range(1, 1 << 20));
   app.add_option("--run-id", run_id);
+  std::string secret;
+  app.add_option("--secret", secret, "Authenticate every agent with this job secret");
   CLI11_PARSE(app, argc, argv);
   raise_open_file_limit();
 
   asio::io_context io(1);
-  Bench bench(io, k);
+  Bench bench(io, k, secret.empty() ? std::nullopt : std::optional<std::string>(secret), run_id);
   const tcp::endpoint endpoint(asio::ip::make_address(host), port);
   const auto limit = std::chrono::seconds(60);
   const auto c0 = Clock::now();
@@ -212,7 +270,7 @@ int main(int argc, char** argv) {
                   "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250), 29500,
                   static_cast<std::uint32_t>(1 + i % 8)};
         world += r.node.local_world_size;
-        return m::encode_request(r);
+        return bench.outgoing(bench.agent(i), m::encode_request(r), true);
       },
       [](const Agent& a) { return a.round.has_value(); }, limit);
   if (!join) return std::cerr << "join phase timed out\n", 1;
@@ -227,13 +285,16 @@ int main(int argc, char** argv) {
         m::Failure f;
         f.exit_code = 3;
         f.message = "bench failure";
-        return m::encode_request(m::ReportFailure{round, {f}});
+        return bench.outgoing(bench.agent(0), m::encode_request(m::ReportFailure{round, {f}}),
+                              false);
       },
       [](const Agent& a) { return a.stop.has_value(); }, limit);
   if (!stop) return std::cerr << "stop phase timed out\n", 1;
   auto finish = bench.phase(
       [&](std::size_t i) {
-        return i == 0 ? std::string() : m::encode_request(m::WorkersStopped{round});
+        return i == 0 ? std::string()
+                      : bench.outgoing(bench.agent(i), m::encode_request(m::WorkersStopped{round}),
+                                       false);
       },
       [](const Agent& a) { return a.finished.has_value(); }, limit);
   if (!finish) return std::cerr << "finish phase timed out\n", 1;
@@ -242,6 +303,7 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out = {{"agents", k},
+                        {"auth", !secret.empty()},
                         {"world_size", world},
                         {"connect_s", connect_time.count()},
                         {"join_s", join->count()},

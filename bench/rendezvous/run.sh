@@ -24,10 +24,22 @@ trap 'kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null || true' EX
 read -r -t 10 ready <&"${DAEMON_PROC[0]}" || { echo "daemon did not start" >&2; exit 1; }
 port=${ready##*:}
 
+# The daemon's CPU time (user + system, clock ticks) from /proc: what one run cost the daemon.
+daemon_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
+tick_hz=$(getconf CLK_TCK)
+
+# Unauthenticated and authenticated (job secrets, --secret) runs alternate, side by side.
 results=()
 for k in $AGENTS; do
   for ((i = 0; i < REPEAT; i++)); do
-    results+=("$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$k-$i")")
+    for mode in plain auth; do
+      args=()
+      [[ $mode == auth ]] && args=(--secret "bench-secret-$k-$i-0123456789abcdef")
+      before=$(daemon_ticks)
+      line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$mode-$k-$i" "${args[@]}")
+      after=$(daemon_ticks)
+      results+=("${line%\}},\"daemon_cpu_s\":$(awk -v t=$((after - before)) -v hz="$tick_hz" 'BEGIN{print t / hz}')}")
+    done
   done
 done
 

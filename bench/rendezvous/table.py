@@ -1,4 +1,5 @@
-"""Reads rdzv_bench JSON lines on stdin; prints the markdown table (median per K)."""
+"""Reads rdzv_bench JSON lines on stdin; prints the markdown table (median per K and mode:
+unauthenticated, and authenticated with job secrets) and the authenticated / plain ratios."""
 import json
 import statistics
 import sys
@@ -6,15 +7,30 @@ import sys
 rows = {}
 for line in sys.stdin:
     r = json.loads(line)
-    rows.setdefault(r["agents"], []).append(r)
-print("| agents K | world size | connect (ms) | rendezvous: JOIN -> all assigned (ms) "
+    rows.setdefault((r["agents"], r.get("auth", False)), []).append(r)
+
+
+def med(rs, key):
+    return statistics.median(r.get(key, 0.0) for r in rs) * 1000
+
+
+print("| agents K | mode | world size | connect (ms) | rendezvous: JOIN -> all assigned (ms) "
       "| per agent (us) | teardown: failure -> last StopWorkers (ms) "
-      "| stop reports -> all JobFinished (ms) |")
-print("|---:|---:|---:|---:|---:|---:|---:|")
-for k, rs in sorted(rows.items()):
-    def med(key):
-        return statistics.median(r[key] for r in rs) * 1000
-    cells = [k, rs[0]["world_size"], "%.1f" % med("connect_s"), "%.1f" % med("join_s"),
-             "%.1f" % (med("join_s") * 1000 / k), "%.1f" % med("stop_s"),
-             "%.1f" % med("finish_s")]
+      "| stop reports -> all JobFinished (ms) | daemon CPU per run (ms) |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+for (k, auth), rs in sorted(rows.items()):
+    cells = [k, "secret" if auth else "plain", rs[0]["world_size"], "%.1f" % med(rs, "connect_s"),
+             "%.1f" % med(rs, "join_s"), "%.1f" % (med(rs, "join_s") * 1000 / k),
+             "%.1f" % med(rs, "stop_s"), "%.1f" % med(rs, "finish_s"),
+             "%.0f" % med(rs, "daemon_cpu_s")]
     print("| " + " | ".join(str(c) for c in cells) + " |")
+print()
+print("| agents K | secret / plain: rendezvous | teardown | finish | daemon CPU |")
+print("|---:|---:|---:|---:|---:|")
+for k in sorted({k for k, _ in rows}):
+    plain, auth = rows.get((k, False)), rows.get((k, True))
+    if not plain or not auth:
+        continue
+    ratio = ["%.2f" % (med(auth, key) / med(plain, key)) if med(plain, key) else "-"
+             for key in ("join_s", "stop_s", "finish_s", "daemon_cpu_s")]
+    print("| %d | %s |" % (k, " | ".join(ratio)))

@@ -68,6 +68,9 @@ std::vector<std::pair<std::string, std::string>> forwarded_environment(
     const std::vector<std::string>& patterns, const Environment& env) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, value] : env) {  // std::map: sorted by name
+    // The remote command line is argv, which every user sees (ps): never a job secret there
+    // (the fan-out hands its own secret over stdin or an owner-only file).
+    if (name == "DDPRUN_SECRET") continue;
     for (const std::string& pattern : patterns) {
       bool prefix = !pattern.empty() && pattern.back() == '*';
       bool match =

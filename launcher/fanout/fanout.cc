@@ -20,8 +20,10 @@
 #include "launcher/fanout/local_address.h"
 #include "launcher/fanout/node_launches.h"
 #include "launcher/fanout/output_relay.h"
+#include "launcher/fanout/secret_file.h"
 #include "proc/signal_router.h"
 #include "proc/spawner.h"
+#include "rendezvous/auth/auth.h"
 #include "rendezvous/server.h"
 #include "rendezvous/status/status_server.h"
 
@@ -69,12 +71,24 @@ class Fanout final : public proc::ProcessObserver {
     FanoutSite site = site_template;
     if (!etcd_) {
       rendezvous::ServerOptions options;
+      // A fresh secret per job: only the agents this ddprun starts can join, report or stop it.
+      auto secret = rendezvous::auth::fresh_secret();
+      if (!secret) return usage_error("cannot make the job's secret: " + secret.status().message());
+      secret_ = std::move(secret).value();
+      options.auth.pinned.emplace_back(
+          invocation_.config.run_id, rendezvous::auth::job_key(secret_, invocation_.config.run_id));
       options.host = "";  // every interface: the nodes dial the advertised address
       options.port = port;
       auto server = rendezvous::Server::start(io_, options);
       if (!server) return usage_error("cannot host the rendezvous: " + server.status().message());
       server_ = std::move(server).value();
       site.endpoint = endpoint_of(site.endpoint, server_->port());
+      if (flavor) {
+        auto file = write_secret_file(site.cwd, secret_);
+        if (!file) return usage_error(file.status().message());
+        secret_file_.emplace(*file);
+        site.secret_file = *file;
+      }
       if (invocation_.config.status_port) {
         rendezvous::status::StatusOptions status_options;
         status_options.port = *invocation_.config.status_port;
@@ -105,6 +119,12 @@ class Fanout final : public proc::ProcessObserver {
         break;
       }
       ++live_;
+      // ssh, c10d: the agent reads its secret first (never argv).
+      if (launches_[i].stdin_pipe && !secret_.empty()) {
+        if (Status s = children_.write_stdin(id, secret_ + "\n"); !s) {
+          spdlog::warn("{}: cannot hand over the job secret: {}", launches_[i].label, s.message());
+        }
+      }
     }
     if (live_ == 0) return 1;
     io_.run();
@@ -255,6 +275,8 @@ class Fanout final : public proc::ProcessObserver {
   bool failed_start_ = false;
   int stop_signal_ = 0;
   int exit_code_ = 1;
+  std::string secret_;                     // this job's fresh secret (64 hex digits)
+  std::optional<SecretFile> secret_file_;  // PBS: removed when the launcher ends
 };
 
 }  // namespace

@@ -7,11 +7,13 @@
 namespace ddp::launcher::fanout {
 namespace {
 
-// --rdzv-conf as the user gave it; c10d: with is_host=false (the daemon is this ddprun's).
-std::string rdzv_conf(const agent::AgentConfig& config, bool etcd) {
+// --rdzv-conf as the user gave it, with the fan-out's own secret file (PBS); c10d: with
+// is_host=false (the daemon is this ddprun's).
+std::string rdzv_conf(const agent::AgentConfig& config, const FanoutSite& site, bool etcd) {
   std::string out;
+  if (!site.secret_file.empty()) out += "secret_file=" + site.secret_file;
   for (const auto& [key, value] : config.rdzv_conf) {
-    if (key == "is_host") continue;
+    if (key == "is_host" || key == "secret_file") continue;  // the fan-out brings its own secret
     out += (out.empty() ? "" : ",") + key + "=" + value;
   }
   if (etcd) return out;
@@ -42,7 +44,7 @@ std::vector<std::string> agent_options(const launcher::Invocation& invocation,
       "--rdzv-backend=" + std::string(etcd ? config.rdzv_backend : "c10d"),
       "--rdzv-endpoint=" + site.endpoint,
       "--rdzv-id=" + config.run_id,
-      "--rdzv-conf=" + rdzv_conf(config, etcd)};
+      "--rdzv-conf=" + rdzv_conf(config, site, etcd)};
   if (slots > 0) {
     out.push_back("--nproc-per-node=" + std::to_string(slots));
   } else if (!invocation.launch.nproc_per_node.empty()) {
@@ -50,6 +52,9 @@ std::vector<std::string> agent_options(const launcher::Invocation& invocation,
   }
   if (!local_addr.empty()) out.push_back("--local-addr=" + local_addr);
   if (exit_on_stdin_eof) out.push_back("--exit-on-stdin-eof");
+  // ssh agents of a c10d job read its fresh secret from their stdin (fanout.cc writes it
+  // first). etcd jobs have no daemon of this ddprun to prove anything to.
+  if (exit_on_stdin_eof && !etcd) out.push_back("--secret-from-stdin");
   out.push_back("--job-report-by-launcher");
   return out;
 }

@@ -32,6 +32,10 @@ struct FanoutSite {
   std::string cwd;           // absolute working directory of the agents
   std::string endpoint;      // "ADDR:PORT" ("[v6]:PORT"); etcd: the user's --rdzv-endpoint
   cluster::Environment env;  // this process's environment (forwarded variables)
+  // pbsdsh agents (no stdin, no caller environment): a 0600 file in the shared working
+  // directory holding the job secret, passed as --rdzv-conf secret_file=PATH. ssh agents read
+  // the secret from stdin instead (--secret-from-stdin).
+  std::string secret_file;
 };
 
 // The options of one node's agent before agent_args; `local_addr` empty = the agent's own

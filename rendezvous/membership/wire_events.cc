@@ -114,8 +114,8 @@ Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
       ErrorEvent e;
       const auto code = in.get<std::uint8_t>();
       if (code < static_cast<std::uint8_t>(ErrorCode::kInvalidArgument) ||
-          code > static_cast<std::uint8_t>(ErrorCode::kJobFinished)) {
-        in.fail("error code " + std::to_string(code) + " is not a ddp::ErrorCode (1..11)");
+          code > static_cast<std::uint8_t>(ErrorCode::kUnauthenticated)) {
+        in.fail("error code " + std::to_string(code) + " is not a ddp::ErrorCode (1..12)");
       }
       e.code = static_cast<ErrorCode>(code);
       e.message = in.text("error message");

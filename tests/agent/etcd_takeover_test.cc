@@ -83,7 +83,7 @@ TEST_CASE("takeover: no roster or nobody of it left: JOINs only, in revision ord
   }
 }
 
-TEST_CASE("takeover: the job state round-trips with its roster; other data is refused",
+TEST_CASE("takeover: the job state round-trips with its roster, other data is refused",
           "[etcd_takeover]") {
   JobState s{7, 2, 1, {{"h:1", 5}, {"h:2", 9}}, 0};
   auto stored = kv("/p/state", 3, 44);

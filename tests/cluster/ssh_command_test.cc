@@ -173,6 +173,12 @@ TEST_CASE("forward-env option: names and prefixes select variables", "[cluster][
   auto selected = forwarded_environment(*patterns, env);
   CHECK(selected == std::vector<std::pair<std::string, std::string>>{
                         {"NCCL_DEBUG", "INFO"}, {"NCCL_IB_HCA", "mlx5"}, {"PYTHONPATH", "/src"}});
+  // A job secret never goes into the remote command line (argv), whatever the patterns say.
+  auto all_ddprun = parse_forward_env("DDPRUN_*");
+  REQUIRE(all_ddprun);
+  CHECK(
+      forwarded_environment(*all_ddprun, {{"DDPRUN_SECRET", "s"}, {"DDPRUN_LOG_LEVEL", "info"}}) ==
+      std::vector<std::pair<std::string, std::string>>{{"DDPRUN_LOG_LEVEL", "info"}});
   auto none = parse_forward_env("");
   REQUIRE(none);
   CHECK(forwarded_environment(*none, env).empty());

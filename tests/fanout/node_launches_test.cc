@@ -45,7 +45,7 @@ TEST_CASE("agent options: rendezvous, node count, slots, local address, stdin li
         std::vector<std::string>{"--launcher=local", "--nnodes=2:2", "--rdzv-backend=c10d",
                                  "--rdzv-endpoint=10.0.0.9:4000", "--rdzv-id=run-xyz",
                                  "--rdzv-conf=join_timeout=60,is_host=false", "--nproc-per-node=4",
-                                 "--local-addr=h1", "--exit-on-stdin-eof",
+                                 "--local-addr=h1", "--exit-on-stdin-eof", "--secret-from-stdin",
                                  "--job-report-by-launcher"});
   // No slots: --nproc-per-node as written (each node resolves "gpu" itself).
   auto h2 = fanout::agent_options(inv, site(), "", 0, false);
@@ -80,7 +80,8 @@ TEST_CASE("ssh launches: one per host, quoted remote command, stdin kept", "[fan
   const std::string& remote = second.argv.back();
   CHECK_THAT(remote, Catch::StartsWith("cd '/work dir' && exec env 'NCCL_DEBUG=INFO' "
                                        "/opt/ddprun/bin/ddprun '--launcher=local'"));
-  CHECK_THAT(remote, Catch::Contains("'--nproc-per-node=3' '--local-addr=h2' --exit-on-stdin-eof"));
+  CHECK_THAT(remote, Catch::Contains("'--nproc-per-node=3' '--local-addr=h2' --exit-on-stdin-eof "
+                                     "--secret-from-stdin"));
   CHECK_THAT(remote, Catch::EndsWith("train.py 'a b; rm -rf /'"));
 }
 
@@ -111,6 +112,7 @@ TEST_CASE("pbsdsh launches: -n per node on PBS Pro, one -u on Torque, via /bin/s
   CHECK_THAT(n2.argv[6], Catch::Contains("--local-addr=n2"));
   CHECK_THAT(n2.argv[6], Catch::Contains("--rdzv-id=9.srv"));
   CHECK_THAT(n2.argv[6], !Catch::Contains("exit-on-stdin-eof"));
+  CHECK_THAT(n2.argv[6], !Catch::Contains("secret-from-stdin"));
   CHECK((*pro)[2].argv[2] == "4");
 
   auto torque = fanout::pbs_launches(inv, site(), cluster::PbsFlavor::kTorque, "pbsdsh");

@@ -12,6 +12,7 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
+#include "tests/rendezvous/run_until.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -19,16 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace m = membership;
 
-// Runs `io` until `done()` holds or `limit` passes; true when it holds.
-bool run_until(boost::asio::io_context& io, const std::function<bool()>& done,
-               std::chrono::milliseconds limit = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    io.run_one_for(20ms);
-  }
-  return true;
-}
+using test::run_until;
 
 ServerOptions loopback() {
   ServerOptions options;

@@ -16,6 +16,7 @@ workers inherit: /proc/*/environ is scanned (every namespace shares the PID name
 
 usage: test_fanout.py DDPRUN [TestClass[.test]]
 """
+import glob
 import json
 import os
 import re
@@ -40,6 +41,19 @@ PYTHON = "/usr/bin/python3"
 SSHD = "/usr/sbin/sshd"
 
 
+
+
+def all_cmdlines():
+    """(pid, command line) of every process now, arguments joined by spaces."""
+    out = []
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(path, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            out.append((int(path.split("/")[2]), cmd))
+        except (OSError, ValueError):
+            pass
+    return out
 
 
 def marked_processes(mark):
@@ -292,6 +306,23 @@ class SshTest(FanoutCase):
         self.assertNotEqual(code, 0, launcher.stderr())
         self.assert_nothing_left()
 
+    def test_the_job_secret_reaches_the_agents_on_stdin_never_in_argv(self):
+        # The job got this far, so both agents proved the launcher's fresh secret (its daemon
+        # pins the job's key and refuses agents without it).
+        launcher = self.start_waiting_job()
+        agents = [p for p in marked_processes(self.mark)
+                  if p[1].startswith(DDPRUN) and "--exit-on-stdin-eof" in p[1]]
+        self.assertTrue(agents)
+        for _, cmd, env in agents:
+            self.assertIn("--secret-from-stdin", cmd)
+        for pid, cmd in all_cmdlines():
+            self.assertIsNone(re.search(r"\b[0-9a-f]{64}\b", cmd), "%d %s" % (pid, cmd))
+        for _, _, env in marked_processes(self.mark):
+            self.assertNotIn(b"DDPRUN_SECRET=", env)
+        launcher.proc.send_signal(signal.SIGINT)
+        self.assertEqual(launcher.wait(60), 128 + signal.SIGINT, launcher.stderr())
+        self.assert_nothing_left()
+
     def test_a_sigkilled_launcher_leaves_nothing_on_either_host(self):
         # No handler runs: the kernel closes the ssh clients' stdin pipes, ssh sends EOF, and
         # every remote agent stops as if told to.
@@ -402,6 +433,8 @@ class SshTest(FanoutCase):
 
 
 class PbsTest(FanoutCase):
+    BACKEND = "c10d"  # what the agents' event log names
+
     def setUp(self):
         super().setUp()
         self.home = os.path.join(self.tmp, "home")
@@ -452,7 +485,7 @@ class PbsTest(FanoutCase):
         group_ranks = set()
         for lines in by_agent.values():
             self.assertEqual(lines[0]["event"], "join")
-            self.assertEqual(lines[0]["backend"], "c10d")
+            self.assertEqual(lines[0]["backend"], self.BACKEND)
             self.assertEqual((lines[0]["min_nodes"], lines[0]["max_nodes"]), (2, 2))
             self.assertEqual(lines[-1]["event"], "finish")
             self.assertEqual(lines[-1]["exit_code"], 0)
@@ -462,6 +495,30 @@ class PbsTest(FanoutCase):
             group_ranks.add(lines[-1]["group_rank"])
         self.assertEqual(group_ranks, {0, 1})
         self.assertEqual(len({e["run_id"] for e in events}), 1)
+
+    def test_each_job_gets_a_fresh_owner_only_secret_never_in_argv(self):
+        secrets = []
+        for _ in range(2):
+            for name in os.listdir(self.marks):
+                os.unlink(os.path.join(self.marks, name))
+            launcher = self.pbs([WAITING_WORKER])
+            wait_for(lambda: len(self.marks_named("waiting.")) == 4 or
+                     launcher.proc.poll() is not None, 60, "4 waiting workers")
+            self.assertIsNone(launcher.proc.poll(), launcher.stderr())
+            files = glob.glob(os.path.join(self.tmp, ".ddprun-secret-*"))
+            self.assertEqual(len(files), 1, files)
+            self.assertEqual(os.stat(files[0]).st_mode & 0o077, 0)
+            with open(files[0]) as f:
+                secret = f.read().strip()
+            self.assertRegex(secret, r"^[0-9a-f]{64}$")
+            secrets.append(secret)
+            for pid, cmd in all_cmdlines():
+                self.assertNotIn(secret, cmd, "%d %s" % (pid, cmd))
+            launcher.proc.send_signal(signal.SIGINT)
+            self.assertEqual(launcher.wait(60), 128 + signal.SIGINT, launcher.stderr())
+            self.assertFalse(os.path.exists(files[0]))  # removed with the launcher
+            self.assert_nothing_left()
+        self.assertNotEqual(secrets[0], secrets[1])
 
     def test_sigint_stops_every_pbsdsh_agent(self):
         launcher = self.pbs([WAITING_WORKER])
@@ -477,6 +534,8 @@ class PbsEtcdTest(PbsTest):
     """--launcher pbs with --rdzv-backend etcd: the agents meet in a real etcd; the launching
     ddprun starts no daemon and takes the job's end from etcd."""
 
+    BACKEND = "etcd"
+
     def setUp(self):
         super().setUp()
         try:
@@ -491,6 +550,12 @@ class PbsEtcdTest(PbsTest):
                            "--rdzv-conf", "last_call_timeout=0.2,lease_ttl=2"] + args,
                           PBS_JOBID="78.pbs-server", PBS_NODEFILE=self.nodefile, HOME=self.home,
                           PATH=os.path.join(HERE, "fake_bin") + ":" + os.environ["PATH"])
+
+    def test_each_job_gets_a_fresh_owner_only_secret_never_in_argv(self):
+        # An etcd job has no daemon of the launcher's to prove anything to: no secret file.
+        launcher = self.pbs(["--no-python", "/bin/true"])
+        self.assertEqual(launcher.wait(60), 0, launcher.stderr())
+        self.assertEqual(glob.glob(os.path.join(self.tmp, ".ddprun-secret-*")), [])
 
     def test_one_agent_per_node_and_the_jobs_exit_code(self):
         super().test_one_agent_per_node_and_the_jobs_exit_code()

@@ -12,6 +12,11 @@ echo "ENV RANK=$RANK LOCAL_RANK=$LOCAL_RANK GROUP_RANK=$GROUP_RANK WORLD_SIZE=$W
      "RC=$TORCHELASTIC_RESTART_COUNT LWS=$LOCAL_WORLD_SIZE ROLE_RANK=$ROLE_RANK" \
      "ROLE_WORLD_SIZE=$ROLE_WORLD_SIZE USE_AGENT_STORE=$TORCHELASTIC_USE_AGENT_STORE" \
      "RUN_ID=$TORCHELASTIC_RUN_ID"
+# wait_term: the handler is in place before the started mark, so a test that signals the job as
+# soon as every worker has started always finds the stopped marks.
+if [ "$MODE" = wait_term ]; then
+  trap 'date +%s.%N > "$MARK_DIR/stopped.$GROUP_RANK.$LOCAL_RANK"; exit 143' TERM
+fi
 touch "$MARK_DIR/started.$GROUP_RANK.$LOCAL_RANK.$TORCHELASTIC_RESTART_COUNT"
 wait_term() {
   trap 'date +%s.%N > "$MARK_DIR/stopped.$GROUP_RANK.$LOCAL_RANK"; exit 143' TERM
