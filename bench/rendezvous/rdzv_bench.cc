@@ -11,6 +11,7 @@
 // The assignments are checked: group ranks are a permutation of 0..K-1, rank offsets sum the
 // local world sizes, every agent names the same store address, every JobFinished the same
 // exit code. Prints one JSON object on stdout; exits 1 on a wrong result or a timeout.
+// --hold N: between join and stop, the job stays running with K nodes for N seconds.
 // --secret S: every agent authenticates as ddprun's agents do (job secrets): AUTH_HELLO, then
 // on the daemon's CHALLENGE its JOIN as a signed AUTH_FRAME (with the X25519 key wrap, since
 // every agent starts before the job exists), and every later request signed; the join phase
@@ -116,6 +117,10 @@ class Bench {
     }
     return sign(a, bytes, std::nullopt);
   }
+
+  // Keeps every connection open and served for `d`: the job stays running with K nodes
+  // (for looking at it, e.g. through the status page), within the agents' 30 s keep-alive.
+  void hold(std::chrono::seconds d) { io_.run_for(d); }
 
  private:
   template <typename Pred>
@@ -244,6 +249,10 @@ int main(int argc, char** argv) {
   app.add_option("--run-id", run_id);
   std::string secret;
   app.add_option("--secret", secret, "Authenticate every agent with this job secret");
+  unsigned hold_s = 0;
+  app.add_option("--hold", hold_s,
+                 "After the round completes, keep the job running this many seconds (< 30)")
+      ->check(CLI::Range(0, 29));
   CLI11_PARSE(app, argc, argv);
   raise_open_file_limit();
 
@@ -278,6 +287,7 @@ int main(int argc, char** argv) {
     std::cerr << "wrong assignment: " << bad << "\n";
     return 1;
   }
+  if (hold_s > 0) bench.hold(std::chrono::seconds(hold_s));
   const std::uint64_t round = bench.agents()[0]->round->round;
   auto stop = bench.phase(
       [&](std::size_t i) {

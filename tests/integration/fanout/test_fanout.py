@@ -17,6 +17,7 @@ workers inherit: /proc/*/environ is scanned (every namespace shares the PID name
 usage: test_fanout.py DDPRUN [TestClass[.test]]
 """
 import glob
+import http.client
 import json
 import os
 import re
@@ -31,7 +32,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
 import etcd  # noqa: E402
-from procs import OutputProcess, wait_for  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -529,12 +530,38 @@ class PbsTest(FanoutCase):
         self.assertEqual(launcher.wait(60), 128 + signal.SIGINT, launcher.stderr())
         self.assert_nothing_left()
 
+    def test_the_launchers_daemon_serves_the_status_port(self):
+        # --status-port on the launching ddprun: its daemon (the job's rendezvous) serves it.
+        port = free_port()
+        launcher = self.pbs(["--status-port", str(port), WAITING_WORKER])
+        wait_for(lambda: len(self.marks_named("waiting.")) == 4 or
+                 launcher.proc.poll() is not None, 60, "4 waiting workers")
+        self.assertIsNone(launcher.proc.poll(), launcher.stderr())
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/api/jobs")
+        reply = conn.getresponse()
+        self.assertEqual(reply.status, 200)
+        jobs = {j["run_id"]: j for j in json.loads(reply.read())["jobs"]}
+        conn.close()
+        job = jobs["77.pbs-server"]
+        self.assertEqual((job["state"], job["node_count"], job["world_size"]), ("running", 2, 4))
+        self.assertEqual(sorted(n["group_rank"] for n in job["nodes"]), [0, 1])
+        r = subprocess.run([DDPRUN, "status", "127.0.0.1:%d" % port], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("77.pbs-server", r.stdout)
+        launcher.proc.send_signal(signal.SIGINT)
+        self.assertEqual(launcher.wait(60), 128 + signal.SIGINT, launcher.stderr())
+        self.assert_nothing_left()
+
 
 class PbsEtcdTest(PbsTest):
     """--launcher pbs with --rdzv-backend etcd: the agents meet in a real etcd; the launching
     ddprun starts no daemon and takes the job's end from etcd."""
 
     BACKEND = "etcd"
+    # No daemon of the launcher's in an etcd job, so no status port to serve (docs/status.md).
+    test_the_launchers_daemon_serves_the_status_port = None
 
     def setUp(self):
         super().setUp()

@@ -300,6 +300,39 @@ class ChromiumTest(Case):
         for agent in self.job.agents:
             self.assertEqual(agent.wait(), 0, agent.stderr())
 
+    def test_a_1000_node_job_stays_readable(self):
+        # 1000 simulated agents (bench/rendezvous's rdzv_bench) hold a running job; the page
+        # lists every node but keeps that job's node table closed (more than 64 nodes).
+        binary = self.chromium()
+        bench = os.path.join(os.path.dirname(DDPRUN), "rdzv_bench")
+        agents = subprocess.Popen([bench, "--port", str(self.daemon.port), "--agents", "1000",
+                                   "--run-id", "big", "--hold", "25"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(agents.stderr.close)
+        self.addCleanup(agents.wait)
+        self.addCleanup(agents.kill)
+
+        def running():
+            if agents.poll() is not None:
+                self.fail("rdzv_bench ended: " + agents.stderr.read().decode()[-2000:])
+            job = statuslib.jobs(self.daemon.status_port).get("big")
+            return job is not None and job["state"] == "running" and job["node_count"] == 1000
+        wait_for(running, 20, "a running 1000-node job")
+        url = "http://127.0.0.1:%d/" % self.daemon.status_port
+        r = self.run_chromium(binary, url, "--dump-dom")
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        dom = r.stdout.split("<script")[0]
+        self.assertIn('<tr class="job" data-run-id="big">', dom)
+        self.assertEqual(dom.count('<tr class="node">'), 1000)
+        self.assertIn('<details data-run-id="big">', dom)  # closed: no "open" attribute
+        self.assertNotIn('<details data-run-id="big" open', dom)
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        shot = os.path.join(ARTIFACTS, "status_page_1000_nodes.png")
+        if os.path.exists(shot):
+            os.remove(shot)
+        self.run_chromium(binary, url, "--screenshot=" + shot, "--window-size=1280,900")
+        self.assertTrue(os.path.exists(shot) and os.path.getsize(shot) > 1000)
+
 
 if __name__ == "__main__":
     DAEMON, DDPRUN, ARTIFACTS = sys.argv[1:4]
