@@ -56,8 +56,9 @@ Result<std::unique_ptr<RendezvousBackend>> local_backend(asio::io_context& io,
                                                          const AgentConfig& config, RunSetup& setup,
                                                          proc::DeathWatch& death_watch) {
   const std::string host = store_bind_host(setup.group.master_addr);
-  auto backend = LocalBackend::start(io, host, config.master_port_given ? config.master_port : 0,
-                                     config.nproc_per_node, config.max_restarts);
+  auto backend =
+      LocalBackend::start(io, host, config.master_port_given ? config.master_port : 0,
+                          config.nproc_per_node, config.max_restarts, config.connection_limits);
   if (!backend) {
     std::string message = "cannot start the worker store: " + backend.status().message();
     if (config.master_port_given) {

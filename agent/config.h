@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/connection_limits.h"
+
 namespace ddp::agent {
 
 // torchrun's -r/--redirects and -t/--tee values: 0 none, 1 stdout, 2 stderr, 3 both.
@@ -68,6 +70,11 @@ struct AgentConfig {
   // --status-port: the rendezvous daemon this node hosts (c10d host, static node rank 0, the
   // launching ddprun of a fan-out) also serves its read-only status there (docs/status.md).
   std::optional<std::uint16_t> status_port;
+  // --max-connections, --max-connections-per-peer, --first-request-timeout, --store-allow: the
+  // limits of every server this agent hosts (the rendezvous daemon of a c10d host or static node
+  // rank 0, the workers' store, the launching ddprun's daemon of a fan-out), with the meaning
+  // they have for ddp-rendezvous (docs/security.md, "Connection limits").
+  rendezvous::ConnectionLimits connection_limits;
   bool standalone = false;
   // Multi-node agents started by a launching ddprun over ssh (launcher/fanout/): EOF or an
   // error on stdin (the ssh session or the launcher is gone) stops this agent like SIGTERM.

@@ -15,11 +15,10 @@ std::string store_bind_host(const std::string& master_addr) {
 Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,
                                                            const std::string& addr,
                                                            std::uint16_t port,
-                                                           const rendezvous::AuthOptions& auth) {
-  rendezvous::ServerOptions options;
+                                                           rendezvous::ServerOptions base) {
+  rendezvous::ServerOptions options = std::move(base);
   options.host = addr;
   options.port = port;
-  options.auth = auth;
   auto exact = rendezvous::Server::start(io, options);
   if (!exact) return exact.status();
   boost::system::error_code not_literal;

@@ -27,10 +27,12 @@ namespace ddp::agent {
 // the other nodes (Debian maps the hostname to 127.0.1.1). docs/security.md.
 std::string store_bind_host(const std::string& master_addr);
 
+// `base`: every other server option (auth, connection limits); its host and port are ignored.
 // Errors: those of binding ADDR:PORT (rendezvous::Server::start), e.g. "already in use", or ADDR
 // not an address of this machine.
-Result<std::unique_ptr<rendezvous::Server>> listen_as_host(
-    boost::asio::io_context& io, const std::string& addr, std::uint16_t port,
-    const rendezvous::AuthOptions& auth = {});
+Result<std::unique_ptr<rendezvous::Server>> listen_as_host(boost::asio::io_context& io,
+                                                           const std::string& addr,
+                                                           std::uint16_t port,
+                                                           rendezvous::ServerOptions base = {});
 
 }  // namespace ddp::agent

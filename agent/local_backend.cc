@@ -11,11 +11,11 @@ namespace ddp::agent {
 
 namespace membership = rendezvous::membership;
 
-Result<std::unique_ptr<LocalBackend>> LocalBackend::start(boost::asio::io_context& io,
-                                                          const std::string& store_host,
-                                                          std::uint16_t store_port, int workers,
-                                                          int max_restarts) {
+Result<std::unique_ptr<LocalBackend>> LocalBackend::start(
+    boost::asio::io_context& io, const std::string& store_host, std::uint16_t store_port,
+    int workers, int max_restarts, const rendezvous::ConnectionLimits& limits) {
   rendezvous::ServerOptions options;
+  options.connections = limits;
   options.host = store_host;
   options.port = store_port;
   auto store = rendezvous::Server::start(io, options);

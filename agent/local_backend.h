@@ -19,12 +19,12 @@ namespace ddp::agent {
 class LocalBackend final : public RendezvousBackend {
  public:
   // `workers`: this node's worker count, the world size. Starts the workers' store on
-  // `store_host`:`store_port` (0: a free port). Errors: those of rendezvous::Server::start
+  // `store_host`:`store_port` (0: a free port) with connection limits `limits`. Errors: those of
+  // rendezvous::Server::start
   // (kAddressInUse when the port is taken).
-  static Result<std::unique_ptr<LocalBackend>> start(boost::asio::io_context& io,
-                                                     const std::string& store_host,
-                                                     std::uint16_t store_port, int workers,
-                                                     int max_restarts);
+  static Result<std::unique_ptr<LocalBackend>> start(
+      boost::asio::io_context& io, const std::string& store_host, std::uint16_t store_port,
+      int workers, int max_restarts, const rendezvous::ConnectionLimits& limits = {});
 
   std::uint16_t store_port() const { return store_->port(); }
 

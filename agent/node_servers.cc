@@ -24,17 +24,24 @@ Status NodeServers::start() {
   return start_store();
 }
 
-rendezvous::AuthOptions NodeServers::daemon_auth() const {
-  rendezvous::AuthOptions auth;
+rendezvous::ServerOptions NodeServers::server_base() const {
+  rendezvous::ServerOptions options;
+  options.connections = config_.connection_limits;
+  return options;
+}
+
+rendezvous::ServerOptions NodeServers::daemon_base() const {
+  rendezvous::ServerOptions options = server_base();
   // The hosted daemon knows its own job's key from the start: no trust on first use.
-  if (rdzv_.secret)
-    auth.pinned.emplace_back(run_id_, rendezvous::auth::job_key(*rdzv_.secret, run_id_));
-  return auth;
+  if (rdzv_.secret) {
+    options.auth.pinned.emplace_back(run_id_, rendezvous::auth::job_key(*rdzv_.secret, run_id_));
+  }
+  return options;
 }
 
 Status NodeServers::start_daemon() {
   if (rdzv_.is_host == false) return Status::ok();
-  auto server = listen_as_host(io_, rdzv_.host, rdzv_.port, daemon_auth());
+  auto server = listen_as_host(io_, rdzv_.host, rdzv_.port, daemon_base());
   if (!server) {
     if (rdzv_.is_host == true) {
       return Status(server.status().code(),
@@ -52,7 +59,7 @@ Status NodeServers::start_daemon() {
 
 Status NodeServers::start_static_daemon() {
   if (*rdzv_.node_rank != 0) return Status::ok();
-  auto host = start_static_host(io_, rdzv_.host, rdzv_.port, daemon_auth());
+  auto host = start_static_host(io_, rdzv_.host, rdzv_.port, daemon_base());
   if (!host) return host.status();
   daemon_ = std::move(host->server);
   daemon_connect_host_ = host->connect_host;
@@ -82,7 +89,7 @@ Status NodeServers::start_status() {
 }
 
 Status NodeServers::start_store() {
-  rendezvous::ServerOptions options;
+  rendezvous::ServerOptions options = server_base();
   // The address this node advertises is the MASTER_ADDR its workers get when it is group rank 0.
   options.host = store_bind_host(config_.local_addr);
   options.port = store_port_ != 0            ? store_port_

@@ -48,7 +48,10 @@ class NodeServers {
   void stop();
 
  private:
-  rendezvous::AuthOptions daemon_auth() const;  // the job's key pinned when it has a secret
+  // The options of every server this node hosts but its address: the connection limits, and for
+  // the rendezvous daemon the job's key pinned when it has a secret.
+  rendezvous::ServerOptions server_base() const;
+  rendezvous::ServerOptions daemon_base() const;
   Status start_daemon();
   Status start_static_daemon();
   Status start_store();

@@ -18,15 +18,15 @@ Status taken(const std::string& addr, std::uint16_t port) {
 }  // namespace
 
 Result<StaticHost> start_static_host(boost::asio::io_context& io, const std::string& addr,
-                                     std::uint16_t port, const rendezvous::AuthOptions& auth) {
-  auto server = listen_as_host(io, addr, port, auth);
+                                     std::uint16_t port, const rendezvous::ServerOptions& base) {
+  auto server = listen_as_host(io, addr, port, base);
   if (server) return StaticHost{std::move(server).value(), addr};
   if (in_use(server.status())) return taken(addr, port);
 
   // Not this machine's address (or not resolvable here): every interface, same port.
-  rendezvous::ServerOptions options;
+  rendezvous::ServerOptions options = base;
+  options.host.clear();
   options.port = port;
-  options.auth = auth;
   auto any = rendezvous::Server::start(io, options);
   if (!any) {
     if (in_use(any.status())) return taken(addr, port);

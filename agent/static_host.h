@@ -23,9 +23,11 @@ struct StaticHost {
   std::string connect_host;  // where this agent's own rendezvous client reaches it
 };
 
+// `base`: every other server option (auth, connection limits); its host and port are ignored.
 // Errors: kIo "port P on A is taken (...); ..." when something else listens there (the fix:
 // stop it, or pass a free --master-port, the same on every node); kIo for other failures.
 Result<StaticHost> start_static_host(boost::asio::io_context& io, const std::string& addr,
-                                     std::uint16_t port, const rendezvous::AuthOptions& auth = {});
+                                     std::uint16_t port,
+                                     const rendezvous::ServerOptions& base = {});
 
 }  // namespace ddp::agent

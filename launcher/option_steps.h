@@ -45,6 +45,9 @@ void notice_loopback(const RawOptions& raw, Invocation& out);
 // Node rank 0 of a static job of several nodes: out.info gets the command the other nodes
 // need, with RANK standing for their node rank (launcher/other_nodes_command.cc).
 void note_other_nodes_command(const RawOptions& raw, Invocation& out);
+// --max-connections, --max-connections-per-peer, --first-request-timeout, --store-allow: the
+// limits of the servers this node hosts (launcher/connection_options.cc).
+Status resolve_connections(const RawOptions& raw, Invocation& out);
 // Restarts, role, logs, streams, console filter, signals, timeouts, accepted-only options.
 Status resolve_control(const RawOptions& raw, Invocation& out);
 

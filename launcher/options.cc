@@ -90,6 +90,7 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
   if (Status s = steps::resolve_cluster(*raw, environment, out); !s) return s;
   if (!workers && !out.launch.fan_out) return workers;
   if (Status s = steps::resolve_control(*raw, out); !s) return s;
+  if (Status s = steps::resolve_connections(*raw, out); !s) return s;
   steps::notice_loopback(*raw, out);
   steps::note_other_nodes_command(*raw, out);
   return out;

@@ -18,7 +18,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 47> kOptions{{
+constexpr std::array<OptionSpec, 51> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -57,6 +57,17 @@ constexpr std::array<OptionSpec, 47> kOptions{{
     {"status_port", "", false, "",
      "Where this node hosts the rendezvous: serve its read-only HTTP status (/metrics, /api/jobs, "
      "a page) on PORT (0: a free one); see `ddprun status`"},
+    {"max_connections", "", false, "0",
+     "Most open connections to each server this node hosts (rendezvous, workers' store); 0: "
+     "from the open-file limit (docs/security.md)"},
+    {"max_connections_per_peer", "", false, "0",
+     "Most open connections from one IP address to each server this node hosts; 0: derived"},
+    {"first_request_timeout", "", false, "10",
+     "Seconds a new connection to a server this node hosts has to send its first complete "
+     "request (0: off)"},
+    {"store_allow", "", false, "",
+     "CIDR[,CIDR...] or loopback: only these peers may use TCPStore operations on the servers "
+     "this node hosts (agents' rendezvous requests are allowed from anywhere)"},
     {"signals_to_handle", "", false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "Signals forwarded to workers"},
     {"shutdown_timeout", "", false, "30", "Seconds between SIGTERM and SIGKILL when stopping"},

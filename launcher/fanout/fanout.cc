@@ -71,6 +71,7 @@ class Fanout final : public proc::ProcessObserver {
     FanoutSite site = site_template;
     if (!etcd_) {
       rendezvous::ServerOptions options;
+      options.connections = invocation_.config.connection_limits;
       // A fresh secret per job: only the agents this ddprun starts can join, report or stop it.
       auto secret = rendezvous::auth::fresh_secret();
       if (!secret) return usage_error("cannot make the job's secret: " + secret.status().message());

@@ -58,6 +58,10 @@ const std::vector<Spelled> kOptions = {
     {"--virtual-local-rank", "--virtual_local_rank", {}},
     {"--local-rank-arg", "--local_rank_arg", {"underscore"}},
     {"--event-log", "--event_log", {"events.jsonl"}},
+    {"--max-connections", "--max_connections", {"500"}},
+    {"--max-connections-per-peer", "--max_connections_per_peer", {"50"}},
+    {"--first-request-timeout", "--first_request_timeout", {"2.5"}},
+    {"--store-allow", "--store_allow", {"10.0.0.0/8"}},
 };
 
 std::vector<std::string> with(const std::string& name, const std::vector<std::string>& value,
@@ -123,6 +127,11 @@ TEST_CASE("defaults equal torchrun's", "[launcher]") {
   CHECK(c.local_addr.empty());
   CHECK(c.signals_to_handle == std::vector<int>{SIGTERM, SIGINT, SIGHUP, SIGQUIT});
   CHECK(c.shutdown_timeout == std::chrono::seconds(30));
+  // The connection limits of ddp-rendezvous's defaults (caps from the open-file limit).
+  CHECK(c.connection_limits.max_connections == 0);
+  CHECK(c.connection_limits.max_per_peer == 0);
+  CHECK(c.connection_limits.first_request_timeout == std::chrono::seconds(10));
+  CHECK(c.connection_limits.store_allow.empty());
   CHECK(inv.notices.empty());
   CHECK(inv.script == "train.py");
   CHECK(inv.python == "python3");
@@ -142,7 +151,10 @@ TEST_CASE("PET_* variables fill options the command line leaves out", "[launcher
                     {"PET_SHUTDOWN_TIMEOUT", "1"},
                     {"PET_SIGNALS_TO_HANDLE", "TERM"},
                     {"PET_LOG_DIR", "/tmp/l"},
-                    {"PET_EVENT_LOG", "-"}}};
+                    {"PET_EVENT_LOG", "-"},
+                    {"PET_MAX_CONNECTIONS_PER_PEER", "7"},
+                    {"PET_FIRST_REQUEST_TIMEOUT", "0"},
+                    {"PET_STORE_ALLOW", "loopback"}}};
   auto c = ok({"x.py"}, m).config;
   CHECK(c.nproc_per_node == 3);
   CHECK(c.min_nodes == 1);
@@ -159,6 +171,9 @@ TEST_CASE("PET_* variables fill options the command line leaves out", "[launcher
   CHECK(c.signals_to_handle == std::vector<int>{SIGTERM});
   CHECK(c.log_dir == std::filesystem::path("/tmp/l"));
   CHECK(c.event_log == "-");
+  CHECK(c.connection_limits.max_per_peer == 7);
+  CHECK(c.connection_limits.first_request_timeout.count() == 0);
+  CHECK(c.connection_limits.store_allow.size() == 2);  // 127.0.0.0/8 and ::1
 
   SECTION("explicit flags win") {
     auto c2 = ok({"--nproc-per-node", "2", "--max_restarts", "0", "--role", "x", "x.py"}, m).config;
@@ -304,6 +319,13 @@ TEST_CASE("bad command lines are one-line errors naming the fix", "[launcher]") 
   CHECK_THAT(error({"--event-log", "", "x.py"}),
              Catch::Contains("--event-log is empty; give a file, or - for stderr"));
   CHECK_THAT(error({"--rdzv-endpoint", "h:x", "x.py"}), Catch::Contains("--rdzv-endpoint"));
+  CHECK_THAT(error({"--max-connections", "5", "--max-connections-per-peer", "9", "x.py"}),
+             Catch::Contains("exceeds --max-connections 5"));
+  CHECK_THAT(error({"--max-connections", "-1", "x.py"}), Catch::Contains("--max-connections"));
+  CHECK_THAT(error({"--first-request-timeout", "99999", "x.py"}), Catch::Contains("86400"));
+  CHECK_THAT(error({"--store-allow", "", "x.py"}), Catch::Contains("--store-allow is empty"));
+  CHECK_THAT(error({"--store-allow", "10.0.0.0/33", "x.py"}),
+             Catch::Contains("prefix length above 32"));
   CHECK_THAT(error({"--rdzv-conf", "oops", "x.py"}), Catch::Contains("key=value"));
   CHECK_THAT(error({"--nnodes", "1:2", "x.py"}), Catch::Contains("--rdzv-backend c10d"));
   CHECK_THAT(error({"--nnodes", "2", "--node-rank", "2", "x.py"}), Catch::Contains("ranks 0 to 1"));

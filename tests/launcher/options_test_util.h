@@ -57,8 +57,12 @@ inline std::string describe(const Invocation& inv) {
   for (const auto& [k, v] : c.rdzv_conf) o << " " << k << "=" << v;
   o << "\nnodes " << c.min_nodes << ":" << c.max_nodes << "\nnode_rank " << c.node_rank
     << "\nmaster " << c.master_addr << ":" << c.master_port << " given " << c.master_port_given
-    << "\nlocal_addr " << c.local_addr << "\nstandalone " << c.standalone << "\npython "
-    << inv.python.value_or("-") << "\nscript " << inv.script.value_or("-") << "\nnotices:";
+    << "\nconnections " << c.connection_limits.max_connections << " per peer "
+    << c.connection_limits.max_per_peer << " first_request_ms "
+    << c.connection_limits.first_request_timeout.count() << " store_allow "
+    << c.connection_limits.store_allow.size() << "\nlocal_addr " << c.local_addr << "\nstandalone "
+    << c.standalone << "\npython " << inv.python.value_or("-") << "\nscript "
+    << inv.script.value_or("-") << "\nnotices:";
   for (const auto& n : inv.notices) o << " [" << n << "]";
   return o.str();
 }

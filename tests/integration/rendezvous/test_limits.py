@@ -20,7 +20,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 from daemon_util import MODERN_VALIDATE, Daemon, recv_exact, s  # noqa: E402
-from procs import OutputProcess, poll_until, wait_for  # noqa: E402
+from procs import OutputProcess, free_port, poll_until, wait_for  # noqa: E402
 
 DAEMON = None
 DDPRUN = None
@@ -306,6 +306,61 @@ class WorkerStoreBindTest(LimitsCase):
         open(os.path.join(self.tmp, "flag"), "w").close()
         self.assertEqual(a.wait(), 0, a.stderr())
         self.assertEqual(b.wait(), 0, b.stderr())
+
+
+class EmbeddedLimitsTest(LimitsCase):
+    """ddprun's own flags: the servers an agent hosts (its c10d rendezvous daemon and the
+    workers' store) enforce the same limits as ddp-rendezvous."""
+
+    def test_ddprun_flags_limit_the_servers_it_hosts(self):
+        port = free_port()
+        env = dict(os.environ, MARK_DIR=self.tmp, FLAG=os.path.join(self.tmp, "flag"))
+        args = [DDPRUN, "--nnodes", "1:2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", "127.0.0.1:%d" % port, "--rdzv-id", "embedded-limits",
+                "--rdzv-conf", FAST_CONF, "--shutdown-timeout", "5",
+                "--max-connections", "40", "--max-connections-per-peer", "8",
+                "--first-request-timeout", "1", "--store-allow", "127.0.0.1/32",
+                "--no-python", FLAG_WORKER]
+        a = OutputProcess(self.tmp, "a", args, env, timeout=90)
+        self.procs.append(a)
+        wait_for(lambda: os.path.exists(os.path.join(self.tmp, "started.0.0")), 30,
+                 "the worker to start")
+        master = re.search(r"MASTER=\S+:(\d+)", a.stdout()).group(1)
+        started = time.monotonic()
+        for target in (port, int(master)):
+            junk = open_from(JUNK, target, 20)
+            self.socks += junk
+            wait_for(lambda: count_closed(junk) >= 12, 10, "connections over the per-peer cap")
+            self.assertEqual(count_closed(junk), 12)
+            [slow] = open_from(SLOW, target, 1)
+            self.socks.append(slow)
+            slow.sendall(b"\x00\xce")  # part of a VALIDATE
+            wait_for(lambda: closed(slow), 10, "the half-sent request to be closed")
+            # A TCPStore operation from outside --store-allow closes its connection.
+            [outside] = open_from(SLOW, target, 1)
+            self.socks.append(outside)
+            outside.sendall(MODERN_VALIDATE + b"\x01" + s("/k") + s("v"))
+            wait_for(lambda: closed(outside), 5, "the store operation from outside")
+        self.assertGreaterEqual(time.monotonic() - started, 0.9, "closed before the deadline")
+        # The job is untouched.
+        self.assertTrue(a.proc.poll() is None, a.stderr())
+        open(os.path.join(self.tmp, "flag"), "w").close()
+        self.assertEqual(a.wait(), 0, a.stderr())
+        err = a.stderr()
+        refused = re.findall(r"refused a connection from %s" % re.escape(JUNK), err)
+        self.assertEqual(len(refused), 2, err)  # once per server, rate limited
+        self.assertIn("--max-connections-per-peer", err)
+
+    def test_bad_values_are_one_line(self):
+        for flags, text in ((["--max-connections", "5", "--max-connections-per-peer", "9"],
+                             "exceeds --max-connections 5"),
+                            (["--first-request-timeout", "soon"], "--first-request-timeout"),
+                            (["--store-allow", "10.0.0.0/33"], "prefix length above 32")):
+            out = subprocess.run([DDPRUN] + flags + ["--no-python", "/bin/true"],
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.returncode, 2, out.stderr)
+            self.assertEqual(out.stderr.count("\n"), 1, out.stderr)
+            self.assertIn(text, out.stderr)
 
 
 if __name__ == "__main__":
