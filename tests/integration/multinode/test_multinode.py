@@ -116,28 +116,13 @@ class RanksTest(MultiNodeCase):
 
 
 class FailureTest(MultiNodeCase):
-    def root_cause(self, text):
-        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
-        self.assertIsNotNone(m, text)
-        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
-
     def test_failure_on_one_node_stops_the_other_within_1s(self):
         a = self.start_host("a", self.A, 2, "fail_b")
         b = self.start("b", self.B, 2, "fail_b")
         code_a, code_b = a.wait(), b.wait()
         self.assertEqual(code_a, 3, a.stderr())
         self.assertEqual(code_b, 3, b.stderr())
-        with open(os.path.join(self.marks, "failed")) as f:
-            failed = float(f.read())
-        stopped = []
-        for name in os.listdir(self.marks):
-            if name.startswith("stopped.0."):
-                with open(os.path.join(self.marks, name)) as f:
-                    stopped.append(float(f.read()))
-        self.assertEqual(len(stopped), 2, os.listdir(self.marks))
-        latency = max(stopped) - failed
-        print("cross-node teardown: %.1f ms" % (latency * 1000), file=sys.stderr)
-        self.assertLess(latency, 1.0)
+        self.assert_stopped_within(1.0, 2, "cross-node teardown")
         # Both print the same root cause: group rank 1's local rank 0, exit code 3.
         ra, rb = self.root_cause(a.stderr()), self.root_cause(b.stderr())
         self.assertEqual(ra, rb)

@@ -119,11 +119,6 @@ class StaticRanksTest(StaticCase):
 
 
 class StaticFailureTest(StaticCase):
-    def root_cause(self, text):
-        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
-        self.assertIsNotNone(m, text)
-        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
-
     def test_failure_on_node_1_stops_node_0_within_1s(self):
         env = {"ALL": "4"}
         a = self.start("a", 0, "127.0.0.2", 2, "fail_b", env_extra=env)

@@ -12,6 +12,7 @@ standalone ddp-rendezvous; at tearDown every one killed and the directory remove
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -76,6 +77,28 @@ class AgentsCase(unittest.TestCase):
         return [n for n in os.listdir(self.marks) if n.startswith("started.")]
 
     env_lines = staticmethod(env_lines)
+
+    def root_cause(self, text):
+        """The "Root Cause" block of ddprun's failure report in `text`, its [ddprun] lines
+        cut."""
+        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
+        self.assertIsNotNone(m, text)
+        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
+
+    def assert_stopped_within(self, limit_s, count, label):
+        """From worker.sh's marks: `count` workers of the first attempt stopped (stopped.0.*),
+        the last within limit_s of the failure (the mark "failed"); prints that latency."""
+        with open(os.path.join(self.marks, "failed")) as f:
+            failed = float(f.read())
+        stopped = []
+        for name in os.listdir(self.marks):
+            if name.startswith("stopped.0."):
+                with open(os.path.join(self.marks, name)) as f:
+                    stopped.append(float(f.read()))
+        self.assertEqual(len(stopped), count, os.listdir(self.marks))
+        latency = max(stopped) - failed
+        print("%s: %.1f ms" % (label, latency * 1000), file=sys.stderr)
+        self.assertLess(latency, limit_s)
 
     def start_daemon(self, path, *extra):
         """Starts the standalone ddp-rendezvous at `path` (the test skips when path is None) on
