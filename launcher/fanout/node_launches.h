@@ -35,7 +35,7 @@ struct FanoutSite {
   // pbsdsh agents (no stdin, no caller environment): a 0600 file in the shared working
   // directory holding the job secret, passed as --rdzv-conf secret_file=PATH. ssh agents read
   // the secret from stdin instead (--secret-from-stdin).
-  std::string secret_file;
+  std::string secret_file{};
 };
 
 // The options of one node's agent before agent_args; `local_addr` empty = the agent's own

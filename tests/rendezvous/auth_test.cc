@@ -194,8 +194,8 @@ TEST_CASE("the Framer refuses an AUTH_FRAME that does not hold exactly one nativ
 struct Signer {
   Key key;
   std::string run_id;
+  std::string covered{};  // the last sign()'s covered bytes, which its FrameCheck views
   // Builds a FrameCheck for `request` as an agent would sign it on `conn`.
-  std::string covered;
   FrameCheck sign(const ConnectionAuth& conn, std::uint64_t counter,
                   const membership::Request& request, std::optional<KeyWrap> wrap = {}) {
     covered = auth_covered(wrap, membership::encode_request(request));

@@ -16,7 +16,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 import etcd  # noqa: E402
-from procs import OutputProcess, free_port, wait_for  # noqa: E402
+from agents import AgentsCase  # noqa: E402
+from procs import free_port  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "worker.py")
@@ -305,22 +306,12 @@ class EventLogHangTest(SingleNodeBase):
         self.assertEqual(events[-1]["exit_code"], 124)
 
 
-class PairBase(Checks):
+class PairBase(AgentsCase, Checks):
     """Two agents on loopback (127.0.0.2 and .3), each with its own event log; worker.sh of the
     multi-node tests: in fail_b, group rank 1's first worker exits 3 in the first attempt."""
     A, B = "127.0.0.2", "127.0.0.3"
-
-    def setUp(self):
-        self.tmpdir = tempfile.TemporaryDirectory(prefix="ddp_event_log_pair_")
-        self.tmp = self.tmpdir.name
-        self.marks = os.path.join(self.tmp, "marks")
-        os.mkdir(self.marks)
-        self.agents = []
-
-    def tearDown(self):
-        for a in self.agents:
-            a.kill()
-        self.tmpdir.cleanup()
+    AGENT_TIMEOUT_S = DEADLINE_S
+    TMP_PREFIX = "ddp_event_log_pair_"
 
     def start(self, name, addr, rdzv, extra=()):
         env = dict(os.environ, MODE="fail_b", MARK_DIR=self.marks)
@@ -328,9 +319,7 @@ class PairBase(Checks):
                 "--local-addr", addr, "--shutdown-timeout", "5", "--max-restarts", "1",
                 "--event-log", os.path.join(self.tmp, name + ".jsonl"), *extra,
                 "--no-python", NODE_WORKER]
-        agent = OutputProcess(self.tmp, name, args, env, timeout=DEADLINE_S)
-        self.agents.append(agent)
-        return agent
+        return self.spawn(name, args, env)
 
     def check_pair(self, backend, endpoint):
         a, b = self.agents
@@ -389,7 +378,7 @@ class EventLogC10dTest(PairBase):
         rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-conf",
                 "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"]
         a = self.start("a", self.A, rdzv)
-        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "the host agent")
+        self.wait_hosting(a)
         self.start("b", self.B, rdzv)
         self.check_pair("c10d", endpoint)
 

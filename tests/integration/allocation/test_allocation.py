@@ -14,7 +14,6 @@ tests/cluster/real_slurm_test.py for what a real srun step sets). Usage:
     test_allocation.py DDPRUN [TestClass]
 """
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
 import netns  # noqa: E402
+from agents import env_lines  # noqa: E402
 from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
@@ -93,14 +93,7 @@ class AllocationCase(unittest.TestCase):
                          or started[1].proc.poll() is not None, 20, "node 1 to retry")
         return [started[0], started[1]]
 
-    @staticmethod
-    def env_lines(text):
-        rows = []
-        for line in text.splitlines():
-            m = re.search(r"ENV (.*)", line)
-            if m:
-                rows.append(dict(kv.split("=", 1) for kv in m.group(1).split()))
-        return rows
+    env_lines = staticmethod(env_lines)
 
     def check_two_by_two(self, run_id):
         a, b = self.start_nodes("ok")

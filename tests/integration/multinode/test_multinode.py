@@ -10,15 +10,14 @@ the endpoint is bindable there), the others join it. Usage:
 import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
 import netns  # noqa: E402
-from procs import OutputProcess, free_port, wait_for  # noqa: E402
+from agents import AgentsCase, assert_usage_error  # noqa: E402
+from procs import free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 DAEMON = None  # ddp-rendezvous, for StandaloneTest
@@ -29,18 +28,8 @@ PYTHON = "/usr/bin/python3"
 FAST_CONF = "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"
 
 
-
-
-
-
-
-
-class Agent(OutputProcess):
-    def __init__(self, tmp, name, args, env):
-        super().__init__(tmp, name, args, env, timeout=30)
-
-
-class MultiNodeCase(unittest.TestCase):
+class MultiNodeCase(AgentsCase):
+    AGENT_TIMEOUT_S = 30
     # The two nodes' advertised addresses; InNamespaces moves them into network namespaces.
     A = "127.0.0.2"
     B = "127.0.0.3"
@@ -52,18 +41,9 @@ class MultiNodeCase(unittest.TestCase):
         return {}
 
     def setUp(self):
-        self.tmpdir = tempfile.TemporaryDirectory()
-        self.tmp = self.tmpdir.name
-        self.marks = os.path.join(self.tmp, "marks")
-        os.mkdir(self.marks)
+        super().setUp()
         self.port = free_port()
         self.endpoint = "127.0.0.1"
-        self.agents = []
-
-    def tearDown(self):
-        for a in self.agents:
-            a.kill()
-        self.tmpdir.cleanup()
 
     def start(self, name, addr, nproc, mode, nnodes="2", extra=(), env_extra=None,
               program=None, conf=FAST_CONF, prefix=(), run_id=None):
@@ -76,23 +56,12 @@ class MultiNodeCase(unittest.TestCase):
         args += list(extra)
         args += program or ["--no-python", WORKER]
         args = list(prefix or self.node_prefix(addr)) + [DDPRUN] + args
-        agent = Agent(self.tmp, name, args, env)
-        self.agents.append(agent)
-        return agent
+        return self.spawn(name, args, env)
 
     def start_host(self, *args, **kwargs):
         agent = self.start(*args, **kwargs)
-        wait_for(lambda: "hosting the rendezvous" in agent.stderr(), 10, "the host agent")
+        self.wait_hosting(agent)
         return agent
-
-    @staticmethod
-    def env_lines(text):
-        rows = []
-        for line in text.splitlines():
-            m = re.search(r"ENV (.*)", line)
-            if m:
-                rows.append(dict(kv.split("=", 1) for kv in m.group(1).split()))
-        return rows
 
 
 class RanksTest(MultiNodeCase):
@@ -147,28 +116,13 @@ class RanksTest(MultiNodeCase):
 
 
 class FailureTest(MultiNodeCase):
-    def root_cause(self, text):
-        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
-        self.assertIsNotNone(m, text)
-        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
-
     def test_failure_on_one_node_stops_the_other_within_1s(self):
         a = self.start_host("a", self.A, 2, "fail_b")
         b = self.start("b", self.B, 2, "fail_b")
         code_a, code_b = a.wait(), b.wait()
         self.assertEqual(code_a, 3, a.stderr())
         self.assertEqual(code_b, 3, b.stderr())
-        with open(os.path.join(self.marks, "failed")) as f:
-            failed = float(f.read())
-        stopped = []
-        for name in os.listdir(self.marks):
-            if name.startswith("stopped.0."):
-                with open(os.path.join(self.marks, name)) as f:
-                    stopped.append(float(f.read()))
-        self.assertEqual(len(stopped), 2, os.listdir(self.marks))
-        latency = max(stopped) - failed
-        print("cross-node teardown: %.1f ms" % (latency * 1000), file=sys.stderr)
-        self.assertLess(latency, 1.0)
+        self.assert_stopped_within(1.0, 2, "cross-node teardown")
         # Both print the same root cause: group rank 1's local rank 0, exit code 3.
         ra, rb = self.root_cause(a.stderr()), self.root_cause(b.stderr())
         self.assertEqual(ra, rb)
@@ -196,8 +150,7 @@ class ElasticTest(MultiNodeCase):
                             env_extra=env, conf=conf)
         b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", extra=extra,
                        env_extra=env, conf=conf)
-        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
-                 == 4, 20, "4 workers of round 1")
+        wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
         b_group = "1" if os.path.exists(os.path.join(self.marks, "started.1.0.0")) else "0"
         b.proc.send_signal(signal.SIGKILL)
         b.wait()
@@ -218,8 +171,7 @@ class ElasticTest(MultiNodeCase):
                             env_extra=env, conf=conf)
         b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", extra=extra,
                        env_extra=env, conf=conf)
-        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
-                 == 4, 20, "4 workers of round 1")
+        wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
         return a, b
 
     def test_sigterm_leaves_without_closing_the_job(self):
@@ -249,8 +201,7 @@ class ElasticTest(MultiNodeCase):
         conf = "last_call_timeout=0.1,keep_alive_interval=0.2,join_timeout=20"
         a = self.start_host("a", self.A, 2, "wait_small", nnodes="1:2", env_extra=env,
                             conf=conf)
-        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
-                 == 2, 20, "round 1 with node a alone")
+        wait_for(lambda: len(self.started()) == 2, 20, "round 1 with node a alone")
         b = self.start("b", self.B, 2, "wait_small", nnodes="1:2", env_extra=env,
                        conf=conf)
         self.assertEqual(a.wait(), 0, a.stderr())  # --max-restarts 0: the join is free
@@ -301,15 +252,8 @@ class NetnsTest(MultiNodeCase):
     def setUp(self):
         super().setUp()
         self.addrs = ["10.231.0.1", "10.231.0.2"]
-        try:
-            self.hosts = netns.TwoHosts("dm", self.addrs)
-        except netns.Unavailable as e:
-            self.skipTest(str(e))
+        self.hosts = netns.two_hosts_for(self, "dm", self.addrs)
         self.ns = self.hosts.ns
-
-    def tearDown(self):
-        super().tearDown()
-        self.hosts.remove()
 
     def start_in(self, i, name, nproc, mode, **kwargs):
         return self.start(name, self.addrs[i], nproc, mode, prefix=self.hosts.exec_prefix(i),
@@ -318,7 +262,7 @@ class NetnsTest(MultiNodeCase):
     def test_two_namespaces_ranks_and_store(self):
         self.endpoint = self.addrs[0]
         a = self.start_in(0, "a", 2, "ok")
-        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "the host agent")
+        self.wait_hosting(a)
         b = self.start_in(1, "b", 2, "ok")
         self.assertEqual(a.wait(), 0, a.stderr())
         self.assertEqual(b.wait(), 0, b.stderr())
@@ -337,11 +281,10 @@ class NetnsTest(MultiNodeCase):
         extra = ["--max-restarts", "1"]
         a = self.start_in(0, "a", 2, "wait_big", nnodes="1:2", extra=extra, env_extra=env,
                           conf=conf)
-        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "the host agent")
+        self.wait_hosting(a)
         b = self.start_in(1, "b", 2, "wait_big", nnodes="1:2", extra=extra, env_extra=env,
                           conf=conf)
-        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
-                 == 4, 20, "4 workers of round 1")
+        wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
         b_group = {r["GROUP_RANK"] for r in self.env_lines(b.stdout())}
         self.assertEqual(len(b_group), 1, b.stdout())
         b_group = b_group.pop()
@@ -376,11 +319,7 @@ class InNamespaces:
 
     def setUp(self):
         super().setUp()
-        try:
-            self.hosts = netns.TwoHosts("dn", ["10.233.0.2", "10.233.0.3"])
-        except netns.Unavailable as e:
-            self.skipTest(str(e))
-        self.addCleanup(self.hosts.remove)
+        self.hosts = netns.two_hosts_for(self, "dn", ["10.233.0.2", "10.233.0.3"])
         self.A, self.B = self.hosts.addrs
         self.endpoint = self.A
 
@@ -410,34 +349,8 @@ class NetnsTorchTest(InNamespaces, TorchTest):
 class StandaloneTest(MultiNodeCase):
     """Every agent joins a standalone ddp-rendezvous (is_host=false); one daemon, two jobs."""
 
-    def start_daemon(self):
-        if DAEMON is None:
-            self.skipTest("run with --daemon=PATH_TO_ddp-rendezvous")
-        out_path = os.path.join(self.tmp, "daemon.out")
-        self.daemon_out = open(out_path, "wb")
-        self.daemon_err = open(os.path.join(self.tmp, "daemon.err"), "wb")
-        self.daemon = subprocess.Popen(
-            [DAEMON, "--host", "127.0.0.1", "--port", "0"],
-            stdout=self.daemon_out, stderr=self.daemon_err, stdin=subprocess.DEVNULL)
-
-        def listening():  # its readiness line: "listening on HOST:PORT\n"
-            with open(out_path) as f:
-                m = re.search(r"listening on \S+:(\d+)\n", f.read())
-            if m:
-                self.port = int(m.group(1))
-            return m is not None
-        wait_for(listening, 10, "ddp-rendezvous to listen")
-
-    def tearDown(self):
-        super().tearDown()
-        if getattr(self, "daemon", None) is not None:
-            self.daemon.kill()
-            self.daemon.wait()
-            self.daemon_out.close()
-            self.daemon_err.close()
-
     def test_two_jobs_at_once_through_one_standalone_daemon(self):
-        self.start_daemon()
+        self.start_daemon(DAEMON)
         conf = FAST_CONF + ",is_host=false"
         # Job x: 2 nodes x 2 workers; job y: 1 + 3 workers. Every worker waits until all 8
         # have started, so both jobs provably run at the same time through the one daemon.
@@ -473,13 +386,12 @@ class StandaloneTest(MultiNodeCase):
         # Node b is frozen (SIGSTOP) for longer than the heartbeat budget: the daemon removes
         # it and the elastic 1:2 job re-forms on a alone without using a restart; when b
         # wakes it reads why it was removed, stops its workers and exits 1 (never waits on).
-        self.start_daemon()
+        self.start_daemon(DAEMON)
         conf = "last_call_timeout=30,keep_alive_interval=0.2,join_timeout=20,is_host=false"
         env = {"SMALL": "1"}
         a = self.start("a", self.A, 1, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
         b = self.start("b", self.B, 1, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
-        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.startswith("started.")])
-                 == 2, 20, "2 workers of round 1")
+        wait_for(lambda: len(self.started()) == 2, 20, "2 workers of round 1")
         b.proc.send_signal(signal.SIGSTOP)
         self.assertEqual(a.wait(), 0, a.stderr())  # round 2 at WORLD_SIZE 1 exits 0
         self.assertIn("missed its heartbeats", a.stderr())
@@ -494,18 +406,8 @@ class StandaloneTest(MultiNodeCase):
 
 
 class BadInputTest(unittest.TestCase):
-    def run_ddprun(self, *args):
-        p = subprocess.run([DDPRUN, "--nnodes", "2"] + list(args) + ["--no-python", "true"],
-                           capture_output=True, text=True, timeout=30)
-        return p.returncode, p.stderr.strip()
-
     def check(self, words, *args):
-        code, err = self.run_ddprun(*args)
-        self.assertEqual(code, 2, err)
-        self.assertEqual(len(err.splitlines()), 1, err)
-        self.assertTrue(err.startswith("ddprun: error: "), err)
-        for w in words:
-            self.assertIn(w, err)
+        assert_usage_error(self, [DDPRUN, "--nnodes", "2", *args, "--no-python", "true"], words)
 
     def test_bad_endpoint_port(self):
         self.check(["--rdzv-endpoint"], "--rdzv-backend", "c10d", "--rdzv-endpoint",
@@ -524,11 +426,6 @@ class BadInputTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    DDPRUN = sys.argv[1]
-    rest = sys.argv[2:]
-    if rest and rest[0].startswith("--daemon="):
-        DAEMON = rest.pop(0).split("=", 1)[1]
-    argv = [sys.argv[0]] + rest
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
     import testmain  # noqa: E402
+    DDPRUN, DAEMON, argv = testmain.ddprun_argv(sys.argv)
     testmain.main(argv)

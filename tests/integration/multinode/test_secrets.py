@@ -8,18 +8,15 @@ bytes for a replay. Usage:
 """
 import glob
 import os
-import re
 import select
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
-import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
-from procs import OutputProcess, free_port, wait_for  # noqa: E402
+from agents import AgentsCase  # noqa: E402
+from procs import free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 DAEMON = None
@@ -161,27 +158,16 @@ def cmdlines():
     return out
 
 
-class SecretCase(unittest.TestCase):
+class SecretCase(AgentsCase):
+    AGENT_TIMEOUT_S = 60
     A = "127.0.0.2"
     B = "127.0.0.3"
 
     def setUp(self):
-        self.tmpdir = tempfile.TemporaryDirectory()
-        self.tmp = self.tmpdir.name
-        self.marks = os.path.join(self.tmp, "marks")
-        os.mkdir(self.marks)
+        super().setUp()
         self.port = free_port()
-        self.agents = []
         self.run_id = "secret-" + self.id().rsplit(".", 1)[-1]
         self.secret_file = self.write_secret("secret", SECRET, 0o600)
-
-    def tearDown(self):
-        for a in self.agents:
-            a.kill()
-        if getattr(self, "daemon", None) is not None:
-            self.daemon.kill()
-            self.daemon.wait()
-        self.tmpdir.cleanup()
 
     def write_secret(self, name, text, mode):
         path = os.path.join(self.tmp, name)
@@ -200,18 +186,15 @@ class SecretCase(unittest.TestCase):
                 "--rdzv-endpoint", "127.0.0.1:%d" % (port or self.port), "--rdzv-id",
                 self.run_id, "--rdzv-conf", conf, "--local-addr", addr,
                 "--shutdown-timeout", "5", "--no-python", GO_WORKER]
-        agent = OutputProcess(self.tmp, name, args, env, timeout=60)
-        self.agents.append(agent)
-        return agent
+        return self.spawn(name, args, env)
 
     def start_host(self, name, addr, **kw):
         agent = self.start(name, addr, **kw)
-        wait_for(lambda: "hosting the rendezvous" in agent.stderr(), 10, "the host agent")
+        self.wait_hosting(agent)
         return agent
 
     def both_started(self):
-        wait_for(lambda: len(glob.glob(os.path.join(self.marks, "started.*"))) >= 2, 20,
-                 "both workers to start")
+        wait_for(lambda: len(self.started()) >= 2, 20, "both workers to start")
 
     def go(self):
         open(os.path.join(self.marks, "go"), "w").close()
@@ -345,14 +328,12 @@ class StaticSecretTest(SecretCase):
                 "--node-rank", str(rank), "--master-addr", "127.0.0.1", "--master-port",
                 str(self.port), "--rdzv-id", self.run_id, "--rdzv-conf", "join_timeout=20",
                 "--shutdown-timeout", "5", "--no-python", GO_WORKER]
-        agent = OutputProcess(self.tmp, name, args, env, timeout=60)
-        self.agents.append(agent)
-        return agent
+        return self.spawn(name, args, env)
 
     def test_static_ranks_with_a_secret_and_a_secretless_intruder(self):
         env = {"DDPRUN_SECRET": SECRET}
         r0 = self.start_static("r0", 0, env)
-        wait_for(lambda: "hosting the rendezvous" in r0.stderr(), 10, "node rank 0")
+        self.wait_hosting(r0, "node rank 0")
         intruder = self.start_static("intruder", 1, {})
         self.assert_refused(intruder, "requires its secret")
         r1 = self.start_static("r1", 1, env)
@@ -362,25 +343,8 @@ class StaticSecretTest(SecretCase):
 
 
 class RequireSecretTest(SecretCase):
-    def start_daemon(self, *extra):
-        if DAEMON is None:
-            self.skipTest("run with --daemon=PATH_TO_ddp-rendezvous")
-        out_path = os.path.join(self.tmp, "daemon.out")
-        with open(out_path, "wb") as out, open(os.path.join(self.tmp, "daemon.err"), "wb") as err:
-            self.daemon = subprocess.Popen(
-                [DAEMON, "--host", "127.0.0.1", "--port", "0", *extra],
-                stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-
-        def listening():
-            with open(out_path) as f:
-                m = re.search(r"listening on \S+:(\d+)\n", f.read())
-            if m:
-                self.port = int(m.group(1))
-            return m is not None
-        wait_for(listening, 10, "ddp-rendezvous to listen")
-
     def test_require_secret_refuses_a_secretless_job_and_serves_a_keyed_one(self):
-        self.start_daemon("--require-secret")
+        self.start_daemon(DAEMON, "--require-secret")
         conf = FAST_CONF + ",is_host=false"
         plain = self.start("plain", self.A, conf=conf)
         self.assert_refused(plain, "--require-secret")
@@ -396,10 +360,6 @@ class RequireSecretTest(SecretCase):
 
 
 if __name__ == "__main__":
-    DDPRUN = sys.argv[1]
-    rest = sys.argv[2:]
-    if rest and rest[0].startswith("--daemon="):
-        DAEMON = rest.pop(0).split("=", 1)[1]
-    argv = [sys.argv[0]] + rest
     import testmain  # noqa: E402
+    DDPRUN, DAEMON, argv = testmain.ddprun_argv(sys.argv)
     testmain.main(argv)

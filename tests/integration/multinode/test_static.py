@@ -10,14 +10,12 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
 import netns  # noqa: E402
-from procs import OutputProcess, free_port, wait_for  # noqa: E402
+from agents import AgentsCase, assert_usage_error  # noqa: E402
+from procs import free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,31 +27,11 @@ CONF = "keep_alive_interval=0.2,join_timeout=20"
 MASTER = "127.0.0.2"
 
 
-
-
-
-
-
-
-class Agent(OutputProcess):
-    def __init__(self, tmp, name, argv, env):
-        super().__init__(tmp, name, argv, env, timeout=40)
-
-
-class StaticCase(unittest.TestCase):
+class StaticCase(AgentsCase):
     def setUp(self):
-        self.tmpdir = tempfile.TemporaryDirectory()
-        self.tmp = self.tmpdir.name
-        self.marks = os.path.join(self.tmp, "marks")
-        os.mkdir(self.marks)
+        super().setUp()
         self.port = free_port()
         self.master = MASTER
-        self.agents = []
-
-    def tearDown(self):
-        for a in self.agents:
-            a.kill()
-        self.tmpdir.cleanup()
 
     def start(self, name, node_rank, addr, nproc, mode="ok", nnodes="2", extra=(),
               env_extra=None, program=None, conf=CONF, prefix=()):
@@ -65,21 +43,7 @@ class StaticCase(unittest.TestCase):
                 "--shutdown-timeout", "5"]
         args += list(extra)
         args += program or ["--no-python", WORKER]
-        agent = Agent(self.tmp, name, list(prefix) + [DDPRUN] + args, env)
-        self.agents.append(agent)
-        return agent
-
-    @staticmethod
-    def env_lines(text):
-        rows = []
-        for line in text.splitlines():
-            m = re.search(r"ENV (.*)", line)
-            if m:
-                rows.append(dict(kv.split("=", 1) for kv in m.group(1).split()))
-        return rows
-
-    def started(self):
-        return [n for n in os.listdir(self.marks) if n.startswith("started.")]
+        return self.spawn(name, list(prefix) + [DDPRUN] + args, env)
 
     def check_world(self, a, b, nprocs):
         """a is node rank 0 with nprocs[0] workers, b node rank 1 with nprocs[1]."""
@@ -155,11 +119,6 @@ class StaticRanksTest(StaticCase):
 
 
 class StaticFailureTest(StaticCase):
-    def root_cause(self, text):
-        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
-        self.assertIsNotNone(m, text)
-        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
-
     def test_failure_on_node_1_stops_node_0_within_1s(self):
         env = {"ALL": "4"}
         a = self.start("a", 0, "127.0.0.2", 2, "fail_b", env_extra=env)
@@ -236,18 +195,8 @@ class StaticTorchTest(StaticCase):
 
 
 class StaticBadInputTest(StaticCase):
-    def run_ddprun(self, *args):
-        p = subprocess.run([DDPRUN] + list(args) + ["--no-python", "true"],
-                           capture_output=True, text=True, timeout=30)
-        return p.returncode, p.stderr.strip()
-
     def check_refused(self, words, *args):
-        code, err = self.run_ddprun(*args)
-        self.assertEqual(code, 2, err)
-        self.assertEqual(len(err.splitlines()), 1, err)
-        self.assertTrue(err.startswith("ddprun: error: "), err)
-        for w in words:
-            self.assertIn(w, err)
+        assert_usage_error(self, [DDPRUN, *args, "--no-python", "true"], words)
 
     def test_node_rank_at_or_above_nnodes(self):
         self.check_refused(["--node-rank", "0 to 1"], "--nnodes", "2", "--rdzv-backend",
@@ -278,7 +227,7 @@ class StaticBadInputTest(StaticCase):
 
     def test_duplicate_node_rank_0_finds_the_port_taken(self):
         a = self.start("a", 0, "127.0.0.2", 1, "wait_term")
-        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "node rank 0")
+        self.wait_hosting(a, "node rank 0")
         dup = self.start("dup", 0, "127.0.0.4", 1)
         self.assertEqual(dup.wait(), 1, dup.stderr())
         self.assertIn("port %d on %s is taken" % (self.port, self.master), dup.stderr())
@@ -333,15 +282,8 @@ class StaticNetnsTest(StaticCase):
     def setUp(self):
         super().setUp()
         self.addrs = ["10.232.0.1", "10.232.0.2"]
-        try:
-            self.hosts = netns.TwoHosts("ds", self.addrs)
-        except netns.Unavailable as e:
-            self.skipTest(str(e))
+        self.hosts = netns.two_hosts_for(self, "ds", self.addrs)
         self.ns = self.hosts.ns
-
-    def tearDown(self):
-        super().tearDown()
-        self.hosts.remove()
 
     def test_two_namespaces_node_rank_1_first(self):
         self.master = self.addrs[0]

@@ -53,3 +53,14 @@ class TwoHosts:
         for ns in self.created:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         self.created = []
+
+
+def two_hosts_for(case, tag, addrs):
+    """TwoHosts for the unittest `case`, removed when its test ends (after tearDown); the test
+    skips where namespaces are unavailable."""
+    try:
+        hosts = TwoHosts(tag, addrs)
+    except Unavailable as e:
+        case.skipTest(str(e))
+    case.addCleanup(hosts.remove)
+    return hosts

@@ -14,6 +14,14 @@ import unittest
 SKIP_RETURN_CODE = 77
 
 
+def ddprun_argv(argv):
+    """`SCRIPT DDPRUN [--daemon=DDP_RENDEZVOUS] [unittest args]` split into (DDPRUN, the
+    daemon's path or None, the argv for main())."""
+    rest = argv[2:]
+    daemon = rest.pop(0).split("=", 1)[1] if rest and rest[0].startswith("--daemon=") else None
+    return argv[1], daemon, [argv[0]] + rest
+
+
 def main(argv=None, verbosity=2):
     program = unittest.main(argv=argv, verbosity=verbosity, exit=False)
     result = program.result
