@@ -29,7 +29,7 @@ for (k, auth), rs in sorted(rows.items()):
              "%.1f" % med(rs, "handshake_s"), "%.1f" % med(rs, "join_s"),
              "%.1f" % (med(rs, "join_s") * 1000 / k), "%.1f" % med(rs, "total_s"),
              "%.1f" % med(rs, "stop_s"), "%.1f" % med(rs, "finish_s"),
-             "%.0f" % med(rs, "daemon_cpu_s"), "%.0f" % med(rs, "bench_cpu_s")]
+             "%.1f" % med(rs, "daemon_cpu_s"), "%.1f" % med(rs, "bench_cpu_s")]
     print("| " + " | ".join(str(c) for c in cells) + " |")
 print()
 KEYS = ("join_s", "total_s", "stop_s", "finish_s", "daemon_cpu_s", "bench_cpu_s")
