@@ -31,10 +31,12 @@
 // daemon's CHALLENGE, and from then on every native request (JOIN, heartbeats, reports, LEAVE)
 // goes out as an AUTH_FRAME signed with the job key (rendezvous/auth/auth.h, protocol.h). The
 // secret stays in this object; only MACs and, for a job the daemon does not know yet, the
-// X25519-wrapped job key go on the wire. A wrong secret ends the join with kUnauthenticated.
-// TCPStore queries may share the connection (rendezvous/framer.h): store() keeps one in
-// flight and queues the rest, so replies match queries; a WAIT that never completes blocks
-// later store() calls (but not rendezvous traffic).
+// X25519-wrapped job key go on the wire (wrapped with this process's one X25519 pair and the
+// shared secret it keeps per daemon key: rendezvous/auth/key_wrap.h). The agent calls join()
+// from its connect callback, so AUTH_HELLO goes out as soon as the connection is up. A wrong secret
+// ends the join with kUnauthenticated. TCPStore queries may share the connection
+// (rendezvous/framer.h): store() keeps one in flight and queues the rest, so replies match queries;
+// a WAIT that never completes blocks later store() calls (but not rendezvous traffic).
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -24,9 +24,9 @@ trap 'kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null || true' EX
 read -r -t 10 ready <&"${DAEMON_PROC[0]}" || { echo "daemon did not start" >&2; exit 1; }
 port=${ready##*:}
 
-# The daemon's CPU time (user + system, clock ticks) from /proc: what one run cost the daemon.
-daemon_ticks() { awk '{print $14 + $15}' "/proc/$daemon_pid/stat"; }
-tick_hz=$(getconf CLK_TCK)
+# The daemon's CPU time in ns (every thread's on-CPU time from /proc/PID/task/*/schedstat;
+# /proc/PID/stat counts 10 ms ticks, too coarse for one run): what one run cost the daemon.
+daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
 
 # Unauthenticated and authenticated (job secrets, --secret) runs alternate, side by side.
 results=()
@@ -35,10 +35,10 @@ for k in $AGENTS; do
     for mode in plain auth; do
       args=()
       [[ $mode == auth ]] && args=(--secret "bench-secret-$k-$i-0123456789abcdef")
-      before=$(daemon_ticks)
+      before=$(daemon_ns)
       line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$mode-$k-$i" "${args[@]}")
-      after=$(daemon_ticks)
-      results+=("${line%\}},\"daemon_cpu_s\":$(awk -v t=$((after - before)) -v hz="$tick_hz" 'BEGIN{print t / hz}')}")
+      after=$(daemon_ns)
+      results+=("${line%\}},\"daemon_cpu_s\":$(awk -v t=$((after - before)) 'BEGIN{print t / 1e9}')}")
     done
   done
 done

@@ -2,8 +2,6 @@
 
 #include <openssl/evp.h>
 
-#include <memory>
-
 namespace ddp::rendezvous::auth {
 namespace {
 constexpr std::string_view kWrapLabel = "ddprun key wrap v1";
@@ -17,23 +15,24 @@ struct CtxFree {
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, CtxFree>;
 
-Result<Bytes32> public_of(const Bytes32& private_key) {
+// Imports a raw private key; OpenSSL computes its public key on import (one scalar
+// multiplication), which `public_key` receives.
+Result<Pkey> import_private(const Bytes32& private_key, Bytes32& public_key) {
   Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, private_key.data(),
                                         private_key.size()));
-  Bytes32 out{};
-  std::size_t len = out.size();
-  if (!key || EVP_PKEY_get_raw_public_key(key.get(), out.data(), &len) != 1 || len != out.size()) {
+  std::size_t len = public_key.size();
+  if (!key || EVP_PKEY_get_raw_public_key(key.get(), public_key.data(), &len) != 1 ||
+      len != public_key.size()) {
     return internal_error("X25519: cannot derive a public key");
   }
-  return out;
+  return key;
 }
 
-// pad = HMAC-SHA256(X25519(mine, theirs), label | challenge)
-Result<Bytes32> pad(const Bytes32& mine, const Bytes32& theirs, const Challenge& challenge) {
-  Pkey own(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, mine.data(), mine.size()));
+// X25519(own, theirs): one scalar multiplication.
+Result<Bytes32> shared_secret(EVP_PKEY* own, const Bytes32& theirs) {
   Pkey peer(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, theirs.data(), theirs.size()));
-  if (!own || !peer) return internal_error("X25519: bad key bytes");
-  PkeyCtx ctx(EVP_PKEY_CTX_new(own.get(), nullptr));
+  if (!peer) return internal_error("X25519: bad key bytes");
+  PkeyCtx ctx(EVP_PKEY_CTX_new(own, nullptr));
   Bytes32 shared{};
   std::size_t len = shared.size();
   if (!ctx || EVP_PKEY_derive_init(ctx.get()) != 1 ||
@@ -42,44 +41,99 @@ Result<Bytes32> pad(const Bytes32& mine, const Bytes32& theirs, const Challenge&
     // Also a low-order peer point (an all-zero shared secret is refused by OpenSSL).
     return unauthenticated("X25519 key agreement failed: a malformed public key");
   }
-  std::string data(kWrapLabel);
-  data.append(reinterpret_cast<const char*>(challenge.data()), challenge.size());
-  return hmac_sha256(std::string_view(reinterpret_cast<const char*>(shared.data()), shared.size()),
-                     data);
+  return shared;
 }
 
-Bytes32 xor32(const Bytes32& a, const Bytes32& b) {
+// pad = HMAC-SHA256(shared, label | challenge) XOR'd into the key.
+Bytes32 xor_pad(const Bytes32& shared, const Challenge& challenge, const Bytes32& key) {
+  std::string data(kWrapLabel);
+  data.append(reinterpret_cast<const char*>(challenge.data()), challenge.size());
+  const Bytes32 pad = hmac_sha256(
+      std::string_view(reinterpret_cast<const char*>(shared.data()), shared.size()), data);
   Bytes32 out{};
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = a[i] ^ b[i];
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = key[i] ^ pad[i];
   return out;
 }
 
 }  // namespace
+
+struct KeyWrapper::Impl {
+  Pkey own;
+};
 
 Result<KeyPair> generate_key_pair() {
   auto random = random_bytes32();
   if (!random) return random.status();
   KeyPair pair;
   pair.private_key = *random;
-  auto pub = public_of(pair.private_key);
-  if (!pub) return pub.status();
-  pair.public_key = *pub;
+  auto key = import_private(pair.private_key, pair.public_key);
+  if (!key) return key.status();
   return pair;
+}
+
+KeyWrapper::KeyWrapper(std::unique_ptr<Impl> impl, const Bytes32& public_key)
+    : impl_(std::move(impl)), public_(public_key) {}
+KeyWrapper::~KeyWrapper() = default;
+
+Result<std::unique_ptr<KeyWrapper>> KeyWrapper::create() {
+  auto random = random_bytes32();
+  if (!random) return random.status();
+  Bytes32 public_key{};
+  auto key = import_private(*random, public_key);  // kept: never imported again
+  if (!key) return key.status();
+  auto impl = std::make_unique<Impl>();
+  impl->own = std::move(key).value();
+  return std::unique_ptr<KeyWrapper>(new KeyWrapper(std::move(impl), public_key));
+}
+
+Result<KeyWrap> KeyWrapper::wrap(const Key& job_key, const Bytes32& daemon_public,
+                                 const Challenge& challenge) {
+  Bytes32 shared{};
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = shared_.find(daemon_public); it != shared_.end()) {
+      shared = it->second;
+    } else {
+      auto fresh = shared_secret(impl_->own.get(), daemon_public);
+      if (!fresh) return fresh.status();  // a malformed key is never cached
+      if (shared_.size() >= kMaxDaemons) shared_.clear();
+      shared_.emplace(daemon_public, *fresh);
+      shared = *fresh;
+    }
+  }
+  return KeyWrap{public_, xor_pad(shared, challenge, job_key)};
+}
+
+std::size_t KeyWrapper::daemons_known() const {
+  std::lock_guard lock(mu_);
+  return shared_.size();
 }
 
 Result<KeyWrap> wrap_job_key(const Key& job_key, const Bytes32& daemon_public,
                              const Challenge& challenge) {
-  auto eph = generate_key_pair();
-  if (!eph) return eph.status();
-  auto p = pad(eph->private_key, daemon_public, challenge);
-  if (!p) return p.status();
-  return KeyWrap{eph->public_key, xor32(job_key, *p)};
+  // Created on first use; a failed creation (getrandom refused) is retried by the next call.
+  static std::mutex mu;
+  static std::unique_ptr<KeyWrapper> wrapper;
+  KeyWrapper* w = nullptr;
+  {
+    std::lock_guard lock(mu);
+    if (!wrapper) {
+      auto made = KeyWrapper::create();
+      if (!made) return made.status();
+      wrapper = std::move(made).value();
+    }
+    w = wrapper.get();
+  }
+  return w->wrap(job_key, daemon_public, challenge);
 }
 
 Result<Key> unwrap_job_key(const KeyWrap& wrap, const KeyPair& daemon, const Challenge& challenge) {
-  auto p = pad(daemon.private_key, wrap.agent_public, challenge);
-  if (!p) return p.status();
-  return xor32(wrap.wrapped, *p);
+  Bytes32 public_key{};
+  auto own = import_private(daemon.private_key, public_key);
+  if (!own) return own.status();
+  auto shared = shared_secret(own->get(), wrap.agent_public);
+  if (!shared) return shared.status();
+  return xor_pad(*shared, challenge, wrap.wrapped);
 }
 
 }  // namespace ddp::rendezvous::auth
