@@ -34,6 +34,18 @@ bool run_until(asio::io_context& io, Pred done) {
   return done();
 }
 
+// Accepts the link's connection on `socket` and reads its hello (up to the end mark).
+std::string accept_hello(asio::io_context& io, tcp::acceptor& acceptor, tcp::socket& socket) {
+  bool in = false, read = false;
+  acceptor.async_accept(socket, [&](boost::system::error_code) { in = true; });
+  REQUIRE(run_until(io, [&] { return in; }));
+  std::string got;
+  asio::async_read_until(socket, asio::dynamic_buffer(got), std::string(kHelloEnd),
+                         [&](boost::system::error_code, std::size_t) { read = true; });
+  REQUIRE(run_until(io, [&] { return read; }));
+  return got;
+}
+
 TEST_CASE("a coordinator claim carries its presence endpoint", "[presence]") {
   CoordinatorClaim claim{"10.0.0.1:42", etcd::Endpoint{"10.0.0.1", 5000}};
   auto back = decode_claim(encode_claim(claim));
@@ -102,14 +114,7 @@ TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[pre
   auto link = PresenceLink::open(
       io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
   tcp::socket coordinator(io);
-  bool coordinator_in = false;
-  acceptor.async_accept(coordinator, [&](boost::system::error_code) { coordinator_in = true; });
-  REQUIRE(run_until(io, [&] { return coordinator_in; }));
-  std::string got;
-  bool got_read = false;
-  asio::async_read_until(coordinator, asio::dynamic_buffer(got), std::string(kHelloEnd),
-                         [&](boost::system::error_code, std::size_t) { got_read = true; });
-  REQUIRE(run_until(io, [&] { return got_read; }));
+  std::string got = accept_hello(io, acceptor, coordinator);
   CHECK(got == hello);
   coordinator.close();  // the coordinator's process died
   REQUIRE(run_until(io, [&] { return gone == 1; }));
@@ -118,14 +123,7 @@ TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[pre
   auto second = PresenceLink::open(
       io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
   tcp::socket coordinator2(io);
-  bool coordinator2_in = false;
-  acceptor.async_accept(coordinator2, [&](boost::system::error_code) { coordinator2_in = true; });
-  REQUIRE(run_until(io, [&] { return coordinator2_in; }));
-  std::string got2;
-  bool got2_read = false;
-  asio::async_read_until(coordinator2, asio::dynamic_buffer(got2), std::string(kHelloEnd),
-                         [&](boost::system::error_code, std::size_t) { got2_read = true; });
-  REQUIRE(run_until(io, [&] { return got2_read; }));
+  std::string got2 = accept_hello(io, acceptor, coordinator2);
   second->close();  // following another coordinator: bye, then close
   boost::system::error_code ec;
   std::string rest(16, '\0');

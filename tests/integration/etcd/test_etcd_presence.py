@@ -28,23 +28,13 @@ class EtcdPresenceTest(test_etcd.EtcdCase):
     start_pair = test_etcd.EtcdElasticTest.start_pair
     restarted_after = test_etcd.EtcdElasticTest.restarted_after
     check_survivor = test_etcd.EtcdElasticTest.check_survivor
-
-    def clear_marks(self):
-        for n in os.listdir(self.marks):
-            os.remove(os.path.join(self.marks, n))
+    kill_one_of_a_pair = test_etcd.EtcdElasticTest.kill_one_of_a_pair
 
     def test_sigkill_of_either_agent_is_seen_long_before_its_lease_expires(self):
         self.CONF = self.LONG
         for victim in ("b", "a"):  # b: a plain node; a: the coordinator (it started first)
             with self.subTest(victim=victim):
-                self.clear_marks()
-                a, b = self.start_pair(run_id="presence-" + victim)
-                dead, survivor = (b, a) if victim == "b" else (a, b)
-                start = time.time()
-                dead.proc.send_signal(signal.SIGKILL)
-                dead.wait()
-                self.check_survivor(survivor)
-                took = self.restarted_after(start)
+                survivor, took = self.kill_one_of_a_pair(victim, "presence-" + victim)
                 print("lease_ttl=10, SIGKILL of %s -> survivor's workers running again: %.2f s"
                       % (victim, took), file=sys.stderr)
                 self.assertLess(took, 2.0)  # the lease would take 6.7-10.5 s
