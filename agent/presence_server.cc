@@ -56,14 +56,14 @@ asio::awaitable<void> PresenceServer::accept_loop() {
       co_return;
     }
     auto id = next_id_++;
-    connections_.emplace(id, std::make_shared<tcp::socket>(std::move(socket)));
-    asio::co_spawn(io_, serve(id), asio::detached);
+    auto shared = std::make_shared<tcp::socket>(std::move(socket));
+    connections_.emplace(id, shared);
+    asio::co_spawn(io_, serve(id, std::move(shared)), asio::detached);
   }
 }
 
-asio::awaitable<void> PresenceServer::serve(std::uint64_t id) {
+asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tcp::socket> socket) {
   auto alive = alive_;
-  auto socket = connections_.at(id);
   std::string buffer;
   auto [ec, n] = co_await asio::async_read_until(*socket, asio::dynamic_buffer(buffer, kMaxHello),
                                                  std::string(kHelloEnd), kTuple);

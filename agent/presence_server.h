@@ -38,7 +38,8 @@ class PresenceServer {
 
  private:
   boost::asio::awaitable<void> accept_loop();
-  boost::asio::awaitable<void> serve(std::uint64_t id);
+  boost::asio::awaitable<void> serve(std::uint64_t id,
+                                     std::shared_ptr<boost::asio::ip::tcp::socket> socket);
 
   boost::asio::io_context& io_;
   std::function<void(const PresenceHello&)> on_gone_;
