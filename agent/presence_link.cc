@@ -68,7 +68,12 @@ asio::awaitable<void> PresenceLink::run(std::chrono::milliseconds deadline) {
     // The coordinator never writes: a read ends only when its end closes (or on close()).
     auto [ec, n] = co_await socket_.async_read_some(asio::buffer(&byte, 1), kTuple);
     if (closed_) co_return;
-    if (!ec) continue;
+    if (!ec) {
+      // The coordinator's bye: it closes on purpose (it exits, or refused the hello).
+      closed_ = true;
+      boost::system::error_code ignored;
+      co_return socket_.close(ignored);
+    }
     if (ec == asio::error::eof || ec == asio::error::connection_reset) {
       closed_ = true;
       boost::system::error_code ignored;

@@ -6,7 +6,8 @@
 // and the coordinator's lease alone decides (the job never stops for this).
 //
 // close() sends the bye and closes: the coordinator takes that as orderly, even when it reads
-// it late (it was frozen and deposed meanwhile). No callback follows close().
+// it late (it was frozen and deposed meanwhile). No callback follows close(). A bye from the
+// coordinator (it exits, or refused the hello) ends the link quietly.
 // Threading: the agent's io_context thread; the link keeps itself alive while its connection
 // coroutine runs.
 #pragma once

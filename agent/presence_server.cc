@@ -8,6 +8,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 
 #include "rendezvous/bind.h"
 
@@ -91,6 +92,9 @@ asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tc
   }
   if (!*alive) co_return;
   boost::system::error_code ignored;
+  // Closing on purpose (the hello was refused or never complete): a bye, so the agent does
+  // not take this for this process's death.
+  if (!hello && !peer_closed(ec)) asio::write(*socket, asio::buffer(kBye), ignored);
   socket->close(ignored);
   connections_.erase(id);
 }
@@ -101,7 +105,10 @@ void PresenceServer::stop() {
   *alive_ = false;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
-  for (auto& [id, socket] : connections_) socket->close(ignored);
+  for (auto& [id, socket] : connections_) {
+    asio::write(*socket, asio::buffer(kBye), ignored);  // this agent exits on purpose
+    socket->close(ignored);
+  }
   connections_.clear();
 }
 

@@ -3,7 +3,8 @@
 // lives. A connection that closes (EOF or reset) after its hello and without a bye is an agent
 // process gone (SIGKILL, crash, OOM kill: the kernel closed its socket): `on_gone` gets its
 // hello. A frozen or partitioned agent keeps its connection silent: nothing is reported, its
-// lease decides. Nothing is ever written to the agents, so no timeout can break a connection.
+// lease decides. Nothing is written to the agents but a bye before a deliberate close (a
+// hello it cannot accept, stop()), so no timeout can break a connection.
 //
 // A listener or accept failure is returned or logged once; it only loses the fast path.
 // Threading: the agent's io_context thread. stop() closes everything; no callback follows.

@@ -8,8 +8,9 @@
 // A presence connection, agent -> coordinating agent, carries exactly:
 //     "ddprun-presence\n" <run_id> "\n" <node_key> "\n" <lease id, decimal> "\n\n"   (hello)
 //     "bye\n"                                                        (optional, then close)
-// and nothing comes back. The connection closing (EOF or reset) without a bye first means
-// the process at the other end is gone: the kernel closed its socket.
+// and back only a bye, when the coordinator closes on purpose (it exits, or the hello was
+// not one it accepts). The connection closing (EOF or reset) without a bye first means the
+// process at the other end is gone: the kernel closed its socket.
 #pragma once
 
 #include <cstddef>

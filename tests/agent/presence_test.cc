@@ -99,6 +99,16 @@ TEST_CASE("the server reports a connection closed without bye, not one that said
     stranger.connect(at);
     asio::write(stranger, asio::buffer(std::string("GET / HTTP/1.0\r\n\r\n")));
   }
+  // A hello it does not accept is closed with a bye: the agent must not take it for a death.
+  tcp::socket refused(io);
+  refused.connect(at);
+  asio::write(refused, asio::buffer(std::string("ddprun-presence\nj\nn\nnot-a-lease\n\n")));
+  std::string answer;
+  bool answered = false;
+  asio::async_read(refused, asio::dynamic_buffer(answer),
+                   [&](boost::system::error_code, std::size_t) { answered = true; });
+  REQUIRE(run_until(io, [&] { return answered; }));
+  CHECK(answer == std::string(kBye));
   server.stop();
   CHECK(gone.size() == 1);
 }
@@ -133,6 +143,20 @@ TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[pre
   io.restart();
   io.poll();
   CHECK(gone == 1);  // no callback after close()
+
+  auto third = PresenceLink::open(
+      io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
+  tcp::socket coordinator3(io);
+  accept_hello(io, acceptor, coordinator3);
+  asio::write(coordinator3, asio::buffer(kBye));  // the coordinator exits on purpose
+  coordinator3.close();
+  bool ended = false;
+  auto probe = PresenceLink::open(  // a later link, to know the first's read has run
+      io.get_executor(), at, hello, 2000ms, [] {}, [&](Status) { ended = true; });
+  acceptor.close();
+  REQUIRE(run_until(io, [&] { return ended; }));
+  CHECK(gone == 1);  // a bye is not a death
+  CHECK_FALSE(unreachable);
 }
 
 TEST_CASE("a coordinator that cannot be reached is named once", "[presence]") {
