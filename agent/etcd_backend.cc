@@ -9,6 +9,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "agent/host_listen.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::agent {
@@ -50,19 +51,24 @@ EtcdBackend::EtcdBackend(asio::io_context& io, const AgentConfig& config, const 
       setup_(setup),
       settings_(std::move(settings)),
       keys_(settings_.prefix, setup.group.run_id),
+      node_key_(advertised_addr() + ":" + std::to_string(::getpid())),
       servers_(io, config, settings_.rdzv, setup.group.run_id),
       client_(io.get_executor(), call_options(settings_)),
       keepalive_client_(io.get_executor(), keep_alive_options(settings_)),
+      presence_(io, client_, keys_, setup.group.run_id, node_key_),
       keep_alive_timer_(io),
       progress_(io, [this] {
         if (!closed_ && !lost_ && !first_round_seen_) send(membership::QueryWaiting{});
-      }) {
-  node_key_ = advertised_addr() + ":" + std::to_string(::getpid());
-}
+      }) {}
 
 EtcdBackend::~EtcdBackend() { close(); }
 
-Status EtcdBackend::start() { return servers_.start(); }
+Status EtcdBackend::start() {
+  if (Status s = servers_.start(); !s) return s;
+  // Bound like the workers' store, reached at the address this node advertises.
+  presence_.start(store_bind_host(config_.local_addr), advertised_addr());
+  return Status::ok();
+}
 
 std::string EtcdBackend::advertised_addr() const {
   return config_.local_addr.empty() ? setup_.hostname : config_.local_addr;
@@ -86,6 +92,7 @@ asio::awaitable<void> EtcdBackend::run_join() {
     co_return;
   }
   lease_ = lease->id;
+  presence_.set_lease(lease_);
   asio::co_spawn(io_, keep_alive(), asio::detached);
 
   auto finished = co_await client_.range(keys_.finished());
@@ -153,11 +160,17 @@ asio::awaitable<void> EtcdBackend::campaign() {
   auto alive = alive_;
   if (campaigning_ || coordinator_ || finished_) co_return;
   campaigning_ = true;
-  auto r = co_await client_.txn(etcd::put_if_absent(keys_.coordinator(), node_key_, lease_));
+  auto claim = etcd::put_if_absent(keys_.coordinator(), presence_.claim(), lease_);
+  claim.failure.push_back(etcd::op_range(keys_.coordinator()));  // who holds it: follow them
+  auto r = co_await client_.txn(std::move(claim));
   if (!*alive || closed_) co_return;
   campaigning_ = false;
   if (!r) co_return lost(r.status());
-  if (!r->succeeded) co_return;
+  if (!r->succeeded) {
+    if (!r->ranges.empty() && !r->ranges[0].kvs.empty()) presence_.follow(r->ranges[0].kvs[0]);
+    co_return;
+  }
+  presence_.coordinate();
   // r->revision is the winning txn's: P/coordinator's create_revision, the fence.
   coordinator_ = std::make_unique<EtcdCoordinator>(
       io_, client_, keys_, setup_.group.run_id, lease_, node_key_, r->revision,
@@ -201,8 +214,12 @@ void EtcdBackend::on_coordinator_change(const std::vector<etcd::WatchEvent>& eve
   if (closed_ || lost_ || finished_) return;
   bool freed = false;
   for (const auto& e : events) {
-    if (!e.deleted) continue;
+    if (!e.deleted) {
+      if (!coordinator_) presence_.follow(e.kv);
+      continue;
+    }
     freed = true;
+    presence_.unfollow();
     coordinator_gone_revision_ = e.kv.mod_revision;  // where a successor orders the loss
   }
   if (!freed) return;
@@ -351,7 +368,7 @@ void EtcdBackend::close() {
   if (event_watch_) event_watch_->cancel();
   if (coordinator_watch_) coordinator_watch_->cancel();
   servers_.stop();
-  if (lease_ == 0) return;
+  if (lease_ == 0) return presence_.stop();
   // The agent's io_context has stopped: the last words are blocking, and short.
   etcd::ClientOptions last = keep_alive_options(settings_);
   // After a lost etcd, a short try: the exit must not wait on an unreachable etcd.
@@ -365,6 +382,8 @@ void EtcdBackend::close() {
   }
   // Revoking deletes this node's keys at once: the others hear it left now, not at expiry.
   (void)etcd::call_blocking(last, "/v3/lease/revoke", etcd::Json{{"ID", std::to_string(lease_)}});
+  // Only now: the coordinator must not revoke this node's lease before its Leave is written.
+  presence_.stop();
 }
 
 }  // namespace ddp::agent

@@ -8,7 +8,9 @@
 //    next revision);
 //  - runs for coordinator whenever P/coordinator is free, and when the coordinator goes
 //    (its lease expired) stops its running round's workers: the new coordinator re-forms the
-//    job. A new round's assignment is held until this node answered for the previous round.
+//    job. A new round's assignment is held until this node answered for the previous round;
+//  - keeps a presence connection to the coordinating agent (etcd_presence.h): a dead agent
+//    process is noticed when its socket closes, not when its lease expires.
 // Failures: etcd unreachable at start (kIo naming the endpoints, after read_timeout capped
 // by join_timeout), the lease could not be renewed for its TTL (lost etcd mid-job) or expired
 // (kPeerGone), the run id finished (kJobFinished), a refused JOIN: on_lost.
@@ -25,6 +27,7 @@
 #include "agent/config.h"
 #include "agent/etcd_coordinator.h"
 #include "agent/etcd_keys.h"
+#include "agent/etcd_presence.h"
 #include "agent/etcd_settings.h"
 #include "agent/join_progress.h"
 #include "agent/node_servers.h"
@@ -76,6 +79,7 @@ class EtcdBackend final : public RendezvousBackend {
   NodeServers servers_;
   etcd::Client client_;            // calls that may wait up to read_timeout
   etcd::Client keepalive_client_;  // keep-alives: bounded by a third of the TTL
+  EtcdPresence presence_;          // the fast liveness signal beside the lease
   RendezvousEvents* events_ = nullptr;
   std::int64_t lease_ = 0;
   std::unique_ptr<EtcdCoordinator> coordinator_;

@@ -3,7 +3,9 @@ etcd-v2 backend, side by side in one run on the same etcd (started with --enable
 
   rendezvous: N agents (1 worker each) started at once -> the last worker started
   recovery:   a 2-node 1:2 job training with Gloo; one node (agent and workers) SIGKILLed ->
-              the survivor's worker started again in a world of 1
+              the survivor's worker started again in a world of 1 (ddprun: the dead agent's
+              presence connection closes); the same with the node SIGSTOPped instead (frozen,
+              as a machine that lost power or network: no socket closes, the lease decides)
 
     /usr/bin/python3 bench/etcd/bench.py BUILD_DIR [--repeats 3]
 """
@@ -73,9 +75,9 @@ def rendezvous(launcher, args, cluster, n, rep, tmp):
     return s[-1] - t0
 
 
-def recovery(launcher, args, cluster, rep, tmp):
+def recovery(launcher, args, cluster, rep, tmp, sig=signal.SIGKILL):
     marks = tempfile.mkdtemp(dir=tmp)
-    run_id = "recovery-%s-%d" % (launcher, rep)
+    run_id = "recovery-%s-%s-%d" % (launcher, signal.Signals(sig).name, rep)
     procs = [spawn(agent_cmd(launcher, args.ddprun, cluster.endpoints(), run_id, "1:2",
                              "127.0.0.%d" % (i + 2), args.lease_ttl), marks,
                    os.path.join(marks, "agent%d.log" % i)) for i in range(2)]
@@ -84,10 +86,11 @@ def recovery(launcher, args, cluster, rep, tmp):
     time.sleep(1.0)  # the point: let the job train a little before the loss
     open(os.path.join(marks, "killed"), "w").close()
     t0 = time.time()
-    os.killpg(procs[1].pid, signal.SIGKILL)  # the node: its agent and its workers
-    procs[1].wait()
+    os.killpg(procs[1].pid, sig)  # the node: its agent and its workers
     ok = poll_until(lambda: starts(marks, 1), 90)
     took = starts(marks, 1)[0] - t0 if ok else float("inf")
+    os.killpg(procs[1].pid, signal.SIGKILL)  # a frozen node is not woken: it ends here
+    procs[1].wait()
     try:
         procs[0].wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -111,15 +114,20 @@ def main():
                 for n in (2, 4):
                     results[(launcher, "rdzv", n)] = statistics.median(
                         rendezvous(launcher, args, cluster, n, r, tmp) for r in range(args.repeats))
-                results[(launcher, "recovery")] = statistics.median(
-                    recovery(launcher, args, cluster, r, tmp) for r in range(args.repeats))
+                for sig in (signal.SIGKILL, signal.SIGSTOP):
+                    results[(launcher, "recovery", sig)] = statistics.median(
+                        recovery(launcher, args, cluster, r, tmp, sig)
+                        for r in range(args.repeats))
         finally:
             cluster.stop()
     print("| measure | torchrun 1.13 etcd-v2 | ddprun etcd (v3) | ratio |")
     print("|---|---:|---:|---:|")
     for key, name in (((("rdzv", 2)), "rendezvous, 2 agents: start -> last worker started (s)"),
                       ((("rdzv", 4)), "rendezvous, 4 agents (s)"),
-                      ((("recovery",)), "node SIGKILLed -> survivor's worker running again (s)")):
+                      (("recovery", signal.SIGKILL),
+                       "node SIGKILLed -> survivor's worker running again (s)"),
+                      (("recovery", signal.SIGSTOP),
+                       "node SIGSTOPped (frozen) -> survivor's worker running again (s)")):
         t, d = results[("torchrun",) + key], results[("ddprun",) + key]
         print("| %s | %.2f | %.2f | %.1fx |" % (name, t, d, t / d))
     print("\nmedian of %d; last_call_timeout=%s s for both; ddprun lease_ttl=%d s; one etcd 3.4 "

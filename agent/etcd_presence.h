@@ -1,0 +1,78 @@
+// The presence signal of an etcd job (docs/etcd.md, "Presence: the fast path for a dead agent
+// process"): a second liveness signal beside the lease, for the common case of an agent
+// process that died (SIGKILL, crash, OOM kill) while its machine and network live on. Every
+// agent that does not coordinate keeps one TCP connection to the coordinating agent's
+// presence listener (its address is in P/coordinator's value, presence_wire.h):
+//  - the coordinator sees an agent's connection close without a bye: if that agent's node key
+//    still carries the lease named in its hello, the coordinator revokes that lease, so the
+//    node key is deleted now and the usual loss path runs (not TTL + up to 0.5 s later);
+//  - an agent sees the coordinator's connection close without a bye: if P/coordinator still
+//    carries that coordinator's lease, the agent revokes it, so the election and takeover
+//    start now. Several agents may revoke the same lease: a second revoke changes nothing.
+// It never decides a loss by itself: a frozen (SIGSTOP) or cut-off agent keeps its
+// connection open or silent, and its lease decides as before; a connection closed on
+// purpose (an agent that follows a new coordinator, or exits) says bye first. Any failure
+// here (no listener, an unreachable coordinator, a failed revoke) is logged once and loses
+// only the fast path.
+//
+// Threading: the agent's io_context thread. stop() ends everything; no callback follows.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "agent/etcd_keys.h"
+#include "agent/presence_link.h"
+#include "agent/presence_server.h"
+#include "etcd/client.h"
+
+namespace ddp::agent {
+
+class EtcdPresence {
+ public:
+  EtcdPresence(boost::asio::io_context& io, etcd::Client& client, const EtcdKeys& keys,
+               std::string run_id, std::string node_key);
+  ~EtcdPresence();
+  EtcdPresence(const EtcdPresence&) = delete;
+  EtcdPresence& operator=(const EtcdPresence&) = delete;
+
+  // Listens on `bind_host` ("" = every interface); the others reach it at `advertised_host`.
+  void start(const std::string& bind_host, const std::string& advertised_host);
+  // This agent's value for P/coordinator.
+  std::string claim() const;
+  // This agent's own lease, named in its hellos.
+  void set_lease(std::int64_t lease) { lease_ = lease; }
+  // This agent won the election: it follows nobody; closing connections now count.
+  void coordinate();
+  // P/coordinator as read or watched (a put): follow that coordinator unless it is this
+  // agent or already followed.
+  void follow(const etcd::KeyValue& coordinator);
+  // P/coordinator was deleted: leave the followed coordinator with a bye.
+  void unfollow();
+  void stop();
+
+ private:
+  void on_agent_gone(const PresenceHello& hello);
+  void on_coordinator_gone(std::string node_key, std::int64_t lease);
+  void warn_once(const std::string& what);
+
+  boost::asio::io_context& io_;
+  etcd::Client& client_;
+  const EtcdKeys& keys_;
+  std::string run_id_;
+  std::string node_key_;
+  std::int64_t lease_ = 0;
+  PresenceServer server_;
+  std::optional<etcd::Endpoint> endpoint_;  // where the others reach this agent's listener
+  std::shared_ptr<PresenceLink> link_;
+  std::int64_t followed_lease_ = 0;
+  bool coordinating_ = false;
+  bool warned_ = false;
+  bool stopped_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for coroutines in flight
+};
+
+}  // namespace ddp::agent

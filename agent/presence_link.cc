@@ -1,0 +1,96 @@
+#include "agent/presence_link.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "agent/presence_wire.h"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+}  // namespace
+
+PresenceLink::PresenceLink(asio::any_io_executor ex, etcd::Endpoint peer, std::string hello)
+    : peer_(std::move(peer)), hello_(std::move(hello)), socket_(ex), timer_(ex) {}
+
+std::shared_ptr<PresenceLink> PresenceLink::open(asio::any_io_executor ex, etcd::Endpoint peer,
+                                                 std::string hello,
+                                                 std::chrono::milliseconds deadline,
+                                                 std::function<void()> on_gone,
+                                                 std::function<void(Status)> on_unreachable) {
+  auto link = std::make_shared<PresenceLink>(ex, std::move(peer), std::move(hello));
+  link->on_gone_ = std::move(on_gone);
+  link->on_unreachable_ = std::move(on_unreachable);
+  asio::co_spawn(
+      ex, [link, deadline] { return link->run(deadline); }, asio::detached);
+  return link;
+}
+
+asio::awaitable<void> PresenceLink::run(std::chrono::milliseconds deadline) {
+  auto self = shared_from_this();
+  auto unreachable = [&](const std::string& why) {
+    if (!closed_) on_unreachable_(io_error("presence endpoint " + peer_.to_string() + ": " + why));
+  };
+  // The connect deadline: the timer closes the socket, which ends the connect.
+  timer_.expires_after(deadline);
+  timer_.async_wait([self](boost::system::error_code ec) {
+    if (ec || self->connected_) return;
+    boost::system::error_code ignored;
+    self->socket_.close(ignored);
+  });
+  tcp::resolver resolver(socket_.get_executor());
+  auto [rec, results] =
+      co_await resolver.async_resolve(peer_.host, std::to_string(peer_.port), kTuple);
+  if (closed_) co_return;
+  if (rec) co_return unreachable("cannot resolve: " + rec.message());
+  auto [cec, ep] = co_await asio::async_connect(socket_, results, kTuple);
+  if (closed_) co_return;
+  if (cec) {
+    co_return unreachable(socket_.is_open() ? "cannot connect: " + cec.message()
+                                            : "no connection within the deadline");
+  }
+  connected_ = true;
+  timer_.cancel();
+  auto [wec, written] = co_await asio::async_write(socket_, asio::buffer(hello_), kTuple);
+  if (closed_) co_return;
+  if (wec) co_return unreachable("cannot send the hello: " + wec.message());
+  char byte = 0;
+  for (;;) {
+    // The coordinator never writes: a read ends only when its end closes (or on close()).
+    auto [ec, n] = co_await socket_.async_read_some(asio::buffer(&byte, 1), kTuple);
+    if (closed_) co_return;
+    if (!ec) {
+      // The coordinator's bye: it closes on purpose (it exits, or refused the hello).
+      closed_ = true;
+      boost::system::error_code ignored;
+      co_return socket_.close(ignored);
+    }
+    if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+      closed_ = true;
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+      co_return on_gone_();
+    }
+    co_return unreachable("connection failed: " + ec.message());
+  }
+}
+
+void PresenceLink::close() {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ignored;
+  timer_.cancel();
+  if (connected_) asio::write(socket_, asio::buffer(kBye), ignored);
+  socket_.close(ignored);
+}
+
+}  // namespace ddp::agent

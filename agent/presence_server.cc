@@ -1,0 +1,115 @@
+#include "agent/presence_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "rendezvous/bind.h"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+// EOF and reset are the peer's kernel closing its socket; anything else (cancelled, a local
+// failure) says nothing about the peer.
+bool peer_closed(const boost::system::error_code& ec) {
+  return ec == asio::error::eof || ec == asio::error::connection_reset;
+}
+
+}  // namespace
+
+PresenceServer::PresenceServer(asio::io_context& io,
+                               std::function<void(const PresenceHello&)> on_gone)
+    : io_(io), on_gone_(std::move(on_gone)), acceptor_(io) {}
+
+PresenceServer::~PresenceServer() { stop(); }
+
+Status PresenceServer::listen(const std::string& host) {
+  if (Status s = rendezvous::open_listener(acceptor_, host, 0, "presence"); !s) return s;
+  boost::system::error_code ec;
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) return io_error("presence listener: " + ec.message());
+  asio::co_spawn(io_, accept_loop(), asio::detached);
+  return Status::ok();
+}
+
+asio::awaitable<void> PresenceServer::accept_loop() {
+  auto alive = alive_;
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(kTuple);
+    if (!*alive || stopped_) co_return;
+    if (ec) {
+      // EMFILE and the like repeat at once: stop accepting rather than spin. Agents that
+      // connect later are then noticed by their leases alone.
+      spdlog::warn(
+          "presence listener: accept failed ({}); agents that join from now on are "
+          "watched through their etcd leases only",
+          ec.message());
+      co_return;
+    }
+    auto id = next_id_++;
+    auto shared = std::make_shared<tcp::socket>(std::move(socket));
+    connections_.emplace(id, shared);
+    asio::co_spawn(io_, serve(id, std::move(shared)), asio::detached);
+  }
+}
+
+asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tcp::socket> socket) {
+  auto alive = alive_;
+  std::string buffer;
+  auto [ec, n] = co_await asio::async_read_until(*socket, asio::dynamic_buffer(buffer, kMaxHello),
+                                                 std::string(kHelloEnd), kTuple);
+  std::optional<PresenceHello> hello;
+  if (!ec && *alive && !stopped_) {
+    auto decoded = decode_hello(std::string_view(buffer).substr(0, n));
+    if (decoded) {
+      hello = std::move(decoded).value();
+    } else {
+      spdlog::warn("presence connection: {}; closed", decoded.status().message());
+    }
+  }
+  // After the hello the agent sends nothing but its bye: any byte is an orderly close.
+  bool orderly = hello && buffer.size() > n;
+  while (hello && !orderly && *alive && !stopped_) {
+    char byte = 0;
+    auto [rec, got] = co_await socket->async_read_some(asio::buffer(&byte, 1), kTuple);
+    if (!*alive || stopped_) co_return;
+    if (!rec) {
+      orderly = got > 0;
+      continue;
+    }
+    if (peer_closed(rec)) on_gone_(*hello);
+    break;
+  }
+  if (!*alive) co_return;
+  boost::system::error_code ignored;
+  // Closing on purpose (the hello was refused or never complete): a bye, so the agent does
+  // not take this for this process's death.
+  if (!hello && !peer_closed(ec)) asio::write(*socket, asio::buffer(kBye), ignored);
+  socket->close(ignored);
+  connections_.erase(id);
+}
+
+void PresenceServer::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  *alive_ = false;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  for (auto& [id, socket] : connections_) {
+    asio::write(*socket, asio::buffer(kBye), ignored);  // this agent exits on purpose
+    socket->close(ignored);
+  }
+  connections_.clear();
+}
+
+}  // namespace ddp::agent

@@ -1,0 +1,182 @@
+// The presence signal's parts (presence_wire.h, presence_server.h, presence_link.h): the
+// wire, and real sockets on loopback: a close without bye is reported, a bye is not, an
+// unreachable coordinator is named.
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "agent/presence_link.h"
+#include "agent/presence_server.h"
+#include "agent/presence_wire.h"
+
+namespace ddp::agent {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+
+// Runs `io` until `done()` or 5 s passed (a deadline, not a pause).
+template <typename Pred>
+bool run_until(asio::io_context& io, Pred done) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    io.restart();
+    io.run_one_for(50ms);
+  }
+  return done();
+}
+
+// Accepts the link's connection on `socket` and reads its hello (up to the end mark).
+std::string accept_hello(asio::io_context& io, tcp::acceptor& acceptor, tcp::socket& socket) {
+  bool in = false, read = false;
+  acceptor.async_accept(socket, [&](boost::system::error_code) { in = true; });
+  REQUIRE(run_until(io, [&] { return in; }));
+  std::string got;
+  asio::async_read_until(socket, asio::dynamic_buffer(got), std::string(kHelloEnd),
+                         [&](boost::system::error_code, std::size_t) { read = true; });
+  REQUIRE(run_until(io, [&] { return read; }));
+  return got;
+}
+
+TEST_CASE("a coordinator claim carries its presence endpoint", "[presence]") {
+  CoordinatorClaim claim{"10.0.0.1:42", etcd::Endpoint{"10.0.0.1", 5000}};
+  auto back = decode_claim(encode_claim(claim));
+  CHECK(back.node_key == "10.0.0.1:42");
+  REQUIRE(back.presence);
+  CHECK(*back.presence == etcd::Endpoint{"10.0.0.1", 5000});
+  auto v6 = decode_claim(encode_claim({"k", etcd::Endpoint{"::1", 7}}));
+  REQUIRE(v6.presence);
+  CHECK(v6.presence->host == "::1");
+  CHECK(encode_claim({"plain", std::nullopt}) == "plain");
+  CHECK_FALSE(decode_claim("plain").presence);          // a claim without a listener
+  CHECK_FALSE(decode_claim("k\nnot:a:port").presence);  // junk: the lease alone
+}
+
+TEST_CASE("a presence hello round-trips and bad ones are named", "[presence]") {
+  PresenceHello hello{"job1", "10.0.0.2:77", 7587868392839};
+  auto back = decode_hello(encode_hello(hello));
+  REQUIRE(back);
+  CHECK(back->run_id == "job1");
+  CHECK(back->node_key == "10.0.0.2:77");
+  CHECK(back->lease == 7587868392839);
+  CHECK(decode_hello("ddprun-presence\nj\nn\n12").status().code() == ErrorCode::kProtocol);
+  CHECK(decode_hello("other\nj\nn\n12\n\n").status().message().find("not a ddprun") !=
+        std::string::npos);
+  CHECK(decode_hello("ddprun-presence\nj\nn\nx1\n\n").status().message().find("lease") !=
+        std::string::npos);
+  CHECK_FALSE(decode_hello("ddprun-presence\nj\nn\n0\n\n"));
+}
+
+TEST_CASE("the server reports a connection closed without bye, not one that said bye",
+          "[presence]") {
+  asio::io_context io;
+  std::vector<std::string> gone;
+  PresenceServer server(io, [&](const PresenceHello& h) { gone.push_back(h.node_key); });
+  REQUIRE(server.listen("127.0.0.1"));
+  const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
+  {
+    tcp::socket polite(io);
+    polite.connect(at);
+    asio::write(polite, asio::buffer(encode_hello({"j", "polite", 1}) + std::string(kBye)));
+  }  // closed after its bye
+  {
+    tcp::socket killed(io);
+    killed.connect(at);
+    asio::write(killed, asio::buffer(encode_hello({"j", "killed", 2})));
+  }  // closed as a dying process's kernel closes it
+  REQUIRE(run_until(io, [&] { return !gone.empty(); }));
+  CHECK(gone == std::vector<std::string>{"killed"});
+  {
+    tcp::socket stranger(io);  // no hello: nothing to report
+    stranger.connect(at);
+    asio::write(stranger, asio::buffer(std::string("GET / HTTP/1.0\r\n\r\n")));
+  }
+  // A hello it does not accept is closed with a bye: the agent must not take it for a death.
+  tcp::socket refused(io);
+  refused.connect(at);
+  asio::write(refused, asio::buffer(std::string("ddprun-presence\nj\nn\nnot-a-lease\n\n")));
+  std::string answer;
+  bool answered = false;
+  asio::async_read(refused, asio::dynamic_buffer(answer),
+                   [&](boost::system::error_code, std::size_t) { answered = true; });
+  REQUIRE(run_until(io, [&] { return answered; }));
+  CHECK(answer == std::string(kBye));
+  server.stop();
+  CHECK(gone.size() == 1);
+}
+
+TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[presence]") {
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const etcd::Endpoint at{"127.0.0.1", acceptor.local_endpoint().port()};
+  int gone = 0;
+  std::optional<Status> unreachable;
+  auto hello = encode_hello({"j", "me", 9});
+
+  auto link = PresenceLink::open(
+      io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
+  tcp::socket coordinator(io);
+  std::string got = accept_hello(io, acceptor, coordinator);
+  CHECK(got == hello);
+  coordinator.close();  // the coordinator's process died
+  REQUIRE(run_until(io, [&] { return gone == 1; }));
+  CHECK_FALSE(unreachable);
+
+  auto second = PresenceLink::open(
+      io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
+  tcp::socket coordinator2(io);
+  std::string got2 = accept_hello(io, acceptor, coordinator2);
+  second->close();  // following another coordinator: bye, then close
+  boost::system::error_code ec;
+  std::string rest(16, '\0');
+  auto n = asio::read(coordinator2, asio::buffer(rest), ec);
+  CHECK(got2.substr(hello.size()) + rest.substr(0, n) == std::string(kBye));
+  CHECK(ec == asio::error::eof);
+  io.restart();
+  io.poll();
+  CHECK(gone == 1);  // no callback after close()
+
+  auto third = PresenceLink::open(
+      io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
+  tcp::socket coordinator3(io);
+  accept_hello(io, acceptor, coordinator3);
+  asio::write(coordinator3, asio::buffer(kBye));  // the coordinator exits on purpose
+  coordinator3.close();
+  bool ended = false;
+  auto probe = PresenceLink::open(  // a later link, to know the first's read has run
+      io.get_executor(), at, hello, 2000ms, [] {}, [&](Status) { ended = true; });
+  acceptor.close();
+  REQUIRE(run_until(io, [&] { return ended; }));
+  CHECK(gone == 1);  // a bye is not a death
+  CHECK_FALSE(unreachable);
+}
+
+TEST_CASE("a coordinator that cannot be reached is named once", "[presence]") {
+  asio::io_context io;
+  std::uint16_t closed_port = 0;
+  {
+    tcp::acceptor probe(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    closed_port = probe.local_endpoint().port();
+  }  // nothing listens there now
+  std::optional<Status> unreachable;
+  bool gone = false;
+  auto link = PresenceLink::open(
+      io.get_executor(), etcd::Endpoint{"127.0.0.1", closed_port}, encode_hello({"j", "me", 9}),
+      2000ms, [&] { gone = true; }, [&](Status s) { unreachable = s; });
+  REQUIRE(run_until(io, [&] { return unreachable.has_value(); }));
+  CHECK(unreachable->message().find("cannot connect") != std::string::npos);
+  CHECK(unreachable->message().find("127.0.0.1:" + std::to_string(closed_port)) !=
+        std::string::npos);
+  CHECK_FALSE(gone);
+}
+
+}  // namespace
+}  // namespace ddp::agent
