@@ -144,8 +144,10 @@ asio::awaitable<void> EtcdBackend::run_join() {
   join.node.addr = advertised_addr();
   join.node.store_port = servers_.store_port();
   join.node.local_world_size = static_cast<std::uint32_t>(config_.nproc_per_node);
-  auto put = co_await client_.txn(
-      etcd::put_if_absent(keys_.node(node_key_), membership::encode_request(join), lease_));
+  auto join_txn =
+      etcd::put_if_absent(keys_.node(node_key_), membership::encode_request(join), lease_);
+  presence_.add_token(join_txn);  // the presence token, under this lease, in the same txn
+  auto put = co_await client_.txn(std::move(join_txn));
   if (!*alive || closed_) co_return;
   if (!put) co_return lost(put.status());
   if (!put->succeeded) {

@@ -5,6 +5,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
+#include "rendezvous/auth/auth.h"
+
 namespace ddp::agent {
 namespace {
 
@@ -23,15 +25,28 @@ EtcdPresence::EtcdPresence(asio::io_context& io, etcd::Client& client, const Etc
       keys_(keys),
       run_id_(std::move(run_id)),
       node_key_(std::move(node_key)),
-      server_(io, [this](const PresenceHello& hello) { on_agent_gone(hello); }) {}
+      server_(
+          io, [this](const PresenceHello& hello) { return check_hello(hello); },
+          [this](const PresenceHello& hello) { on_agent_gone(hello); }) {}
 
 EtcdPresence::~EtcdPresence() { stop(); }
 
 void EtcdPresence::start(const std::string& bind_host, const std::string& advertised_host) {
+  auto token = rendezvous::auth::fresh_secret();
+  if (token) {
+    token_ = std::move(token).value();
+  } else {
+    warn_once("no presence token (" + token.status().message() + ")");
+  }
   if (Status s = server_.listen(bind_host); !s) {
     return warn_once("no presence listener (" + s.message() + ")");
   }
   endpoint_ = etcd::Endpoint{advertised_host, server_.port()};
+}
+
+void EtcdPresence::add_token(etcd::Txn& join) const {
+  if (!token_.empty())
+    join.success.push_back(etcd::op_put(keys_.presence(node_key_), token_, lease_));
 }
 
 std::string EtcdPresence::claim() const { return encode_claim({node_key_, endpoint_}); }
@@ -48,8 +63,9 @@ void EtcdPresence::follow(const etcd::KeyValue& coordinator) {
   if (claim.node_key == node_key_) return;
   unfollow();
   followed_lease_ = coordinator.lease;
-  if (!claim.presence) return;  // a coordinator without a listener: its lease alone
-  PresenceHello hello{run_id_, node_key_, lease_};
+  // A coordinator without a listener, or this agent without a token: the lease alone.
+  if (!claim.presence || token_.empty()) return;
+  PresenceHello hello{run_id_, node_key_, lease_, token_};
   link_ = PresenceLink::open(
       io_.get_executor(), *claim.presence, encode_hello(hello), kConnectDeadline,
       [this, key = claim.node_key, lease = coordinator.lease, alive = alive_] {
@@ -66,23 +82,56 @@ void EtcdPresence::unfollow() {
   followed_lease_ = 0;
 }
 
+asio::awaitable<Result<PresenceRecord>> EtcdPresence::read_record(std::string node_key) {
+  etcd::Txn read;  // no compare: the success branch, both keys at one revision
+  read.success = {etcd::op_range(keys_.node(node_key)), etcd::op_range(keys_.presence(node_key))};
+  auto r = co_await client_.txn(std::move(read));
+  if (!r) co_return r.status();
+  if (r->ranges.size() != 2)
+    co_return protocol_error("etcd answered a 2-range txn without 2 ranges");
+  PresenceRecord record;
+  if (!r->ranges[0].kvs.empty()) record.node_lease = r->ranges[0].kvs[0].lease;
+  if (!r->ranges[1].kvs.empty()) record.token = r->ranges[1].kvs[0].value;
+  co_return record;
+}
+
+asio::awaitable<Status> EtcdPresence::check_hello(PresenceHello hello) {
+  auto alive = alive_;
+  if (hello.run_id != run_id_) {
+    co_return unauthenticated("it names job '" + hello.run_id + "', this is job '" + run_id_ + "'");
+  }
+  auto record = co_await read_record(hello.node_key);
+  if (!*alive || stopped_) co_return Status::ok();
+  // Unreadable now: accepted; its close is judged against etcd all the same.
+  if (!record) co_return Status::ok();
+  if (token_mismatch(hello, *record)) {
+    co_return unauthenticated("token mismatch (etcd holds another token in " +
+                              keys_.presence(hello.node_key) +
+                              "): a forged or stale hello, which revokes nothing");
+  }
+  co_return Status::ok();
+}
+
 void EtcdPresence::on_agent_gone(const PresenceHello& hello) {
   if (!coordinating_ || stopped_) return;
-  if (hello.run_id != run_id_) {
-    return spdlog::warn("a presence connection of job '{}' (node {}) closed at job {}; ignored",
-                        hello.run_id, hello.node_key, run_id_);
-  }
   asio::co_spawn(
       io_,
       [this, hello, alive = alive_]() -> asio::awaitable<void> {
-        // Only the lease that still carries that node's key: a node that already left (its
-        // key gone) or joined again (another lease) is not touched.
-        auto node = co_await client_.range(keys_.node(hello.node_key));
+        // Only the lease that still carries that node's key, and only for the hello of the
+        // agent that wrote that node's token: a node that already left (its key gone) or
+        // joined again (another lease), or a hello not its own, is not touched.
+        auto record = co_await read_record(hello.node_key);
         if (!*alive || stopped_) co_return;
-        if (!node)
-          co_return warn_once("cannot read " + keys_.node(hello.node_key) + ": " +
-                              node.status().message());
-        if (node->kvs.empty() || node->kvs[0].lease != hello.lease) co_return;
+        if (!record)
+          co_return warn_once("cannot read " + keys_.presence(hello.node_key) + ": " +
+                              record.status().message());
+        if (token_mismatch(hello, *record)) {
+          co_return spdlog::warn(
+              "presence: a connection naming node {} closed, but its token is not the one in "
+              "etcd (token mismatch); nothing revoked",
+              hello.node_key);
+        }
+        if (!revokes_on_close(hello, *record)) co_return;
         spdlog::info(
             "node {} is gone (its agent's presence connection closed): revoking its etcd lease "
             "so the job re-forms now",

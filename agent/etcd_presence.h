@@ -2,10 +2,14 @@
 // process"): a second liveness signal beside the lease, for the common case of an agent
 // process that died (SIGKILL, crash, OOM kill) while its machine and network live on. Every
 // agent that does not coordinate keeps one TCP connection to the coordinating agent's
-// presence listener (its address is in P/coordinator's value, presence_wire.h):
-//  - the coordinator sees an agent's connection close without a bye: if that agent's node key
-//    still carries the lease named in its hello, the coordinator revokes that lease, so the
-//    node key is deleted now and the usual loss path runs (not TTL + up to 0.5 s later);
+// presence listener (its address is in P/coordinator's value, presence_wire.h), and proves
+// its hello with its token (P/presence/<node_key>, written with its JOIN):
+//  - a hello whose token is not the one etcd holds for its node is refused at once (logged:
+//    "refused the hello of node K: token mismatch ...") and never revokes anything;
+//  - the coordinator sees an agent's connection close without a bye: if etcd still holds the
+//    hello's token for that node and its node key still carries the lease named in the
+//    hello, the coordinator revokes that lease, so the node key is deleted now and the usual
+//    loss path runs (not TTL + up to 0.5 s later);
 //  - an agent sees the coordinator's connection close without a bye: if P/coordinator still
 //    carries that coordinator's lease, the agent revokes it, so the election and takeover
 //    start now. Several agents may revoke the same lease: a second revoke changes nothing.
@@ -18,6 +22,7 @@
 // Threading: the agent's io_context thread. stop() ends everything; no callback follows.
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
@@ -39,8 +44,13 @@ class EtcdPresence {
   EtcdPresence(const EtcdPresence&) = delete;
   EtcdPresence& operator=(const EtcdPresence&) = delete;
 
-  // Listens on `bind_host` ("" = every interface); the others reach it at `advertised_host`.
+  // Draws this agent's token, and listens on `bind_host` ("" = every interface); the others
+  // reach it at `advertised_host`. Without a token (getrandom refused) this agent sends no
+  // hellos: its lease alone speaks for it.
   void start(const std::string& bind_host, const std::string& advertised_host);
+  // Adds the put of this agent's token (P/presence/<node_key>, under its lease) to `join`'s
+  // success branch, the txn that creates its node key. Nothing without a token.
+  void add_token(etcd::Txn& join) const;
   // This agent's value for P/coordinator.
   std::string claim() const;
   // This agent's own lease, named in its hellos.
@@ -55,6 +65,9 @@ class EtcdPresence {
   void stop();
 
  private:
+  boost::asio::awaitable<Status> check_hello(PresenceHello hello);
+  // P/nodes/<node_key> and P/presence/<node_key>, in one txn.
+  boost::asio::awaitable<Result<PresenceRecord>> read_record(std::string node_key);
   void on_agent_gone(const PresenceHello& hello);
   void on_coordinator_gone(std::string node_key, std::int64_t lease);
   void warn_once(const std::string& what);
@@ -65,6 +78,7 @@ class EtcdPresence {
   std::string run_id_;
   std::string node_key_;
   std::int64_t lease_ = 0;
+  std::string token_;  // empty: none drawn
   PresenceServer server_;
   std::optional<etcd::Endpoint> endpoint_;  // where the others reach this agent's listener
   std::shared_ptr<PresenceLink> link_;

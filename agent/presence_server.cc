@@ -27,9 +27,9 @@ bool peer_closed(const boost::system::error_code& ec) {
 
 }  // namespace
 
-PresenceServer::PresenceServer(asio::io_context& io,
+PresenceServer::PresenceServer(asio::io_context& io, HelloCheck check,
                                std::function<void(const PresenceHello&)> on_gone)
-    : io_(io), on_gone_(std::move(on_gone)), acceptor_(io) {}
+    : io_(io), check_(std::move(check)), on_gone_(std::move(on_gone)), acceptor_(io) {}
 
 PresenceServer::~PresenceServer() { stop(); }
 
@@ -75,6 +75,15 @@ asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tc
       hello = std::move(decoded).value();
     } else {
       spdlog::warn("presence connection: {}; closed", decoded.status().message());
+    }
+  }
+  if (hello) {
+    Status accepted = co_await check_(*hello);
+    if (!*alive || stopped_) co_return;
+    if (!accepted) {
+      spdlog::warn("presence: refused the hello of node {}: {}; closed", hello->node_key,
+                   accepted.message());
+      hello.reset();
     }
   }
   // After the hello the agent sends nothing but its bye: any byte is an orderly close.

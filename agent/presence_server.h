@@ -1,10 +1,12 @@
 // The coordinating agent's end of the presence signal (presence_wire.h, docs/etcd.md): a TCP
 // listener the other agents of the job connect to and keep open for as long as their process
-// lives. A connection that closes (EOF or reset) after its hello and without a bye is an agent
-// process gone (SIGKILL, crash, OOM kill: the kernel closed its socket): `on_gone` gets its
-// hello. A frozen or partitioned agent keeps its connection silent: nothing is reported, its
-// lease decides. Nothing is written to the agents but a bye before a deliberate close (a
-// hello it cannot accept, stop()), so no timeout can break a connection.
+// lives. Each hello is first put to `check` (the coordinator compares its token with etcd's): a
+// hello it refuses is logged ("refused the hello of node K: <why>") and its connection closed
+// with a bye, and is never reported. A connection that closes (EOF or reset) after an accepted
+// hello and without a bye is an agent process gone (SIGKILL, crash, OOM kill: the kernel
+// closed its socket): `on_gone` gets its hello. A frozen or partitioned agent keeps its connection
+// silent: nothing is reported, its lease decides. Nothing is written to the agents but a bye before
+// a deliberate close (a hello it cannot accept, stop()), so no timeout can break a connection.
 //
 // A listener or accept failure is returned or logged once; it only loses the fast path.
 // Threading: the agent's io_context thread. stop() closes everything; no callback follows.
@@ -26,7 +28,10 @@ namespace ddp::agent {
 
 class PresenceServer {
  public:
-  PresenceServer(boost::asio::io_context& io, std::function<void(const PresenceHello&)> on_gone);
+  // Ok: the hello is accepted; an error refuses it, its message saying why.
+  using HelloCheck = std::function<boost::asio::awaitable<Status>(const PresenceHello&)>;
+  PresenceServer(boost::asio::io_context& io, HelloCheck check,
+                 std::function<void(const PresenceHello&)> on_gone);
   ~PresenceServer();
   PresenceServer(const PresenceServer&) = delete;
   PresenceServer& operator=(const PresenceServer&) = delete;
@@ -43,6 +48,7 @@ class PresenceServer {
                                      std::shared_ptr<boost::asio::ip::tcp::socket> socket);
 
   boost::asio::io_context& io_;
+  HelloCheck check_;
   std::function<void(const PresenceHello&)> on_gone_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;

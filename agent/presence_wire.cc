@@ -1,5 +1,6 @@
 #include "agent/presence_wire.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -7,6 +8,8 @@ namespace ddp::agent {
 namespace {
 
 constexpr std::string_view kMagic = "ddprun-presence";
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
 std::vector<std::string_view> lines(std::string_view text) {
   std::vector<std::string_view> out;
@@ -37,7 +40,7 @@ CoordinatorClaim decode_claim(std::string_view value) {
 
 std::string encode_hello(const PresenceHello& hello) {
   return std::string(kMagic) + "\n" + hello.run_id + "\n" + hello.node_key + "\n" +
-         std::to_string(hello.lease) + std::string(kHelloEnd);
+         std::to_string(hello.lease) + "\n" + hello.token + std::string(kHelloEnd);
 }
 
 Result<PresenceHello> decode_hello(std::string_view text) {
@@ -46,15 +49,39 @@ Result<PresenceHello> decode_hello(std::string_view text) {
   }
   text.remove_suffix(kHelloEnd.size());
   auto parts = lines(text);
-  if (parts.size() != 4 || parts[0] != kMagic) {
-    return protocol_error("not a ddprun presence hello (expected 4 lines after the magic)");
+  if (parts.size() != 5 || parts[0] != kMagic) {
+    return protocol_error(
+        "not a ddprun presence hello (expected the magic, run id, node key, lease and token)");
   }
-  PresenceHello hello{std::string(parts[1]), std::string(parts[2]), 0};
+  PresenceHello hello{std::string(parts[1]), std::string(parts[2]), 0, std::string(parts[4])};
   auto [end, ec] = std::from_chars(parts[3].data(), parts[3].data() + parts[3].size(), hello.lease);
   if (ec != std::errc() || end != parts[3].data() + parts[3].size() || hello.lease <= 0) {
     return protocol_error("presence hello with a bad lease id '" + std::string(parts[3]) + "'");
   }
+  if (hello.token.size() < kMinTokenDigits || !std::ranges::all_of(hello.token, is_hex)) {
+    return protocol_error("presence hello of node " + hello.node_key + " with a bad token (" +
+                          std::to_string(kMinTokenDigits) + " or more hex digits expected)");
+  }
   return hello;
+}
+
+bool same_token(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  // Read through a volatile: the compiler cannot turn the loop into an early exit.
+  volatile unsigned char result = diff;
+  return result == 0;
+}
+
+bool token_mismatch(const PresenceHello& hello, const PresenceRecord& record) {
+  return record.token && !same_token(*record.token, hello.token);
+}
+
+bool revokes_on_close(const PresenceHello& hello, const PresenceRecord& record) {
+  return record.token && same_token(*record.token, hello.token) && record.node_lease == hello.lease;
 }
 
 }  // namespace ddp::agent

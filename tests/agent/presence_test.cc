@@ -1,6 +1,6 @@
 // The presence signal's parts (presence_wire.h, presence_server.h, presence_link.h): the
-// wire, and real sockets on loopback: a close without bye is reported, a bye is not, an
-// unreachable coordinator is named.
+// wire and the token's verdicts, and real sockets on loopback: a close without bye is
+// reported, a bye is not, a refused hello never is, an unreachable coordinator is named.
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -22,6 +22,16 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace std::chrono_literals;
+
+const std::string kToken = "0123456789abcdef0123456789abcdef";  // 128 bits
+const std::string kOther = "fedcba9876543210fedcba9876543210";
+
+PresenceHello hello_of(std::string node_key, std::int64_t lease, std::string token = kToken) {
+  return {"j", std::move(node_key), lease, std::move(token)};
+}
+
+// A check that accepts every hello (the server's own behaviour, without etcd).
+asio::awaitable<Status> accept_all(const PresenceHello&) { co_return Status::ok(); }
 
 // Runs `io` until `done()` or 5 s passed (a deadline, not a pause).
 template <typename Pred>
@@ -61,36 +71,71 @@ TEST_CASE("a coordinator claim carries its presence endpoint", "[presence]") {
 }
 
 TEST_CASE("a presence hello round-trips and bad ones are named", "[presence]") {
-  PresenceHello hello{"job1", "10.0.0.2:77", 7587868392839};
+  PresenceHello hello{"job1", "10.0.0.2:77", 7587868392839, kToken + kOther};
   auto back = decode_hello(encode_hello(hello));
   REQUIRE(back);
   CHECK(back->run_id == "job1");
   CHECK(back->node_key == "10.0.0.2:77");
   CHECK(back->lease == 7587868392839);
-  CHECK(decode_hello("ddprun-presence\nj\nn\n12").status().code() == ErrorCode::kProtocol);
-  CHECK(decode_hello("other\nj\nn\n12\n\n").status().message().find("not a ddprun") !=
+  CHECK(back->token == kToken + kOther);
+  const std::string t = "\n" + kToken + "\n\n";
+  CHECK(decode_hello("ddprun-presence\nj\nn\n12\n" + kToken).status().code() ==
+        ErrorCode::kProtocol);
+  CHECK(decode_hello("other\nj\nn\n12" + t).status().message().find("not a ddprun") !=
         std::string::npos);
-  CHECK(decode_hello("ddprun-presence\nj\nn\nx1\n\n").status().message().find("lease") !=
+  CHECK(decode_hello("ddprun-presence\nj\nn\nx1" + t).status().message().find("lease") !=
         std::string::npos);
-  CHECK_FALSE(decode_hello("ddprun-presence\nj\nn\n0\n\n"));
+  CHECK_FALSE(decode_hello("ddprun-presence\nj\nn\n0" + t));
+  // The token is required, hex, and at least 128 bits.
+  CHECK(decode_hello("ddprun-presence\nj\nn\n12\n\n").status().code() == ErrorCode::kProtocol);
+  auto short_token = decode_hello("ddprun-presence\nj\nn\n12\n0123abcd\n\n");
+  CHECK(short_token.status().message().find("bad token") != std::string::npos);
+  CHECK(short_token.status().message().find("node n") != std::string::npos);
+  CHECK_FALSE(decode_hello("ddprun-presence\nj\nn\n12\n" + kToken.substr(1) + "X\n\n"));
+}
+
+TEST_CASE("a hello's token decides: refused when etcd holds another, revoked only on a match",
+          "[presence]") {
+  CHECK(same_token(kToken, kToken));
+  CHECK_FALSE(same_token(kToken, kOther));
+  CHECK_FALSE(same_token(kToken, kToken.substr(1)));
+  CHECK_FALSE(same_token(kToken, ""));
+  const auto hello = hello_of("node-b", 42);
+  const auto forged = hello_of("node-b", 42, kOther);  // the real key and lease, a wrong token
+
+  const PresenceRecord joined{42, kToken};
+  CHECK_FALSE(token_mismatch(hello, joined));
+  CHECK(revokes_on_close(hello, joined));
+  CHECK(token_mismatch(forged, joined));  // refused at once
+  CHECK_FALSE(revokes_on_close(forged, joined));
+  // Not joined yet (the hello comes before the JOIN txn): no verdict, and no revoke.
+  const PresenceRecord not_joined{0, std::nullopt};
+  CHECK_FALSE(token_mismatch(hello, not_joined));
+  CHECK_FALSE(revokes_on_close(hello, not_joined));
+  CHECK_FALSE(revokes_on_close(forged, not_joined));
+  // Left (keys gone), joined again under another lease, or a token without its node key.
+  CHECK_FALSE(revokes_on_close(hello, PresenceRecord{43, kToken}));
+  CHECK_FALSE(revokes_on_close(hello, PresenceRecord{0, kToken}));
+  CHECK_FALSE(revokes_on_close(hello_of("node-b", 43), joined));
 }
 
 TEST_CASE("the server reports a connection closed without bye, not one that said bye",
           "[presence]") {
   asio::io_context io;
   std::vector<std::string> gone;
-  PresenceServer server(io, [&](const PresenceHello& h) { gone.push_back(h.node_key); });
+  PresenceServer server(io, accept_all,
+                        [&](const PresenceHello& h) { gone.push_back(h.node_key); });
   REQUIRE(server.listen("127.0.0.1"));
   const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
   {
     tcp::socket polite(io);
     polite.connect(at);
-    asio::write(polite, asio::buffer(encode_hello({"j", "polite", 1}) + std::string(kBye)));
+    asio::write(polite, asio::buffer(encode_hello(hello_of("polite", 1)) + std::string(kBye)));
   }  // closed after its bye
   {
     tcp::socket killed(io);
     killed.connect(at);
-    asio::write(killed, asio::buffer(encode_hello({"j", "killed", 2})));
+    asio::write(killed, asio::buffer(encode_hello(hello_of("killed", 2))));
   }  // closed as a dying process's kernel closes it
   REQUIRE(run_until(io, [&] { return !gone.empty(); }));
   CHECK(gone == std::vector<std::string>{"killed"});
@@ -102,7 +147,8 @@ TEST_CASE("the server reports a connection closed without bye, not one that said
   // A hello it does not accept is closed with a bye: the agent must not take it for a death.
   tcp::socket refused(io);
   refused.connect(at);
-  asio::write(refused, asio::buffer(std::string("ddprun-presence\nj\nn\nnot-a-lease\n\n")));
+  asio::write(refused,
+              asio::buffer(std::string("ddprun-presence\nj\nn\nnot-a-lease\n") + kToken + "\n\n"));
   std::string answer;
   bool answered = false;
   asio::async_read(refused, asio::dynamic_buffer(answer),
@@ -113,13 +159,51 @@ TEST_CASE("the server reports a connection closed without bye, not one that said
   CHECK(gone.size() == 1);
 }
 
+TEST_CASE("a hello its check refuses gets a bye and is never reported gone", "[presence]") {
+  asio::io_context io;
+  std::vector<std::string> gone;
+  std::vector<std::string> checked;
+  // The coordinator's check: etcd holds kToken for every node.
+  auto check = [&](const PresenceHello& h) -> asio::awaitable<Status> {
+    checked.push_back(h.node_key);
+    if (token_mismatch(h, PresenceRecord{h.lease, kToken})) {
+      co_return unauthenticated("token mismatch");
+    }
+    co_return Status::ok();
+  };
+  PresenceServer server(io, check, [&](const PresenceHello& h) { gone.push_back(h.node_key); });
+  REQUIRE(server.listen("127.0.0.1"));
+  const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
+  {
+    tcp::socket forger(io);
+    forger.connect(at);
+    asio::write(forger, asio::buffer(encode_hello(hello_of("victim", 5, kOther))));
+    std::string answer;
+    bool answered = false;
+    asio::async_read(forger, asio::dynamic_buffer(answer),
+                     [&](boost::system::error_code, std::size_t) { answered = true; });
+    REQUIRE(run_until(io, [&] { return answered; }));
+    CHECK(answer == std::string(kBye));  // refused: the server closed it on purpose
+  }                                      // and the forger's end closes without a bye
+  {
+    tcp::socket real(io);
+    real.connect(at);
+    asio::write(real, asio::buffer(encode_hello(hello_of("real", 6))));
+    REQUIRE(run_until(io, [&] { return checked.size() == 2; }));
+  }  // the real agent's process dies
+  REQUIRE(run_until(io, [&] { return !gone.empty(); }));
+  CHECK(checked == std::vector<std::string>{"victim", "real"});
+  CHECK(gone == std::vector<std::string>{"real"});
+  server.stop();
+}
+
 TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[presence]") {
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   const etcd::Endpoint at{"127.0.0.1", acceptor.local_endpoint().port()};
   int gone = 0;
   std::optional<Status> unreachable;
-  auto hello = encode_hello({"j", "me", 9});
+  auto hello = encode_hello(hello_of("me", 9));
 
   auto link = PresenceLink::open(
       io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
@@ -169,7 +253,7 @@ TEST_CASE("a coordinator that cannot be reached is named once", "[presence]") {
   std::optional<Status> unreachable;
   bool gone = false;
   auto link = PresenceLink::open(
-      io.get_executor(), etcd::Endpoint{"127.0.0.1", closed_port}, encode_hello({"j", "me", 9}),
+      io.get_executor(), etcd::Endpoint{"127.0.0.1", closed_port}, encode_hello(hello_of("me", 9)),
       2000ms, [&] { gone = true; }, [&](Status s) { unreachable = s; });
   REQUIRE(run_until(io, [&] { return unreachable.has_value(); }));
   CHECK(unreachable->message().find("cannot connect") != std::string::npos);
