@@ -7,6 +7,7 @@ addresses; skipped (exit 77) where etcd is not installed. Usage:
 import json
 import os
 import signal
+import socket
 import sys
 import time
 
@@ -17,6 +18,17 @@ import test_etcd  # noqa: E402
 from procs import wait_for  # noqa: E402
 
 AGENT_GONE = "is gone (its agent's presence connection closed)"
+# A worker that holds until the test releases it (SIGUSR1), then exits 0; its pid file says
+# it is ready for the signal.
+HOLD_WORKER = """#!/bin/bash
+trap 'kill $child 2>/dev/null; exit 0' USR1
+touch "$MARK_DIR/started.$GROUP_RANK.$LOCAL_RANK.$TORCHELASTIC_RESTART_COUNT"
+echo $$ > "$MARK_DIR/tmp.$GROUP_RANK.$LOCAL_RANK"
+mv "$MARK_DIR/tmp.$GROUP_RANK.$LOCAL_RANK" "$MARK_DIR/pid.$GROUP_RANK.$LOCAL_RANK"
+sleep 60 &
+child=$!
+wait $child
+"""
 COORDINATOR_GONE = "is gone (its presence connection closed)"
 
 
@@ -67,6 +79,71 @@ class EtcdPresenceTest(test_etcd.EtcdCase):
         # Only the lease's expiry: at least 2/3 of its TTL after the last keep-alive.
         self.assertGreater(took, 2 * 2 / 3 - 0.1)
         self.assertNotIn(AGENT_GONE, a.stderr())  # its lease was gone already: nothing to revoke
+
+    def test_a_forged_hello_is_refused_and_evicts_nobody(self):
+        """Someone who reached the coordinator's presence port and read a node's key and lease
+        id (but not its token) sends that node's hello and closes without a bye."""
+        worker = os.path.join(self.tmp, "hold.sh")
+        with open(worker, "w") as f:
+            f.write(HOLD_WORKER)
+        os.chmod(worker, 0o755)
+        run_id = "forged-hello"
+        job = "/ddprun/%s/" % run_id
+        a = self.start("a", self.A, 2, "hold", conf=self.LONG, run_id=run_id,
+                       program=["--no-python", worker])
+        wait_for(lambda: "coordinating job" in a.stderr(), 10, "a coordinating")
+        b = self.start("b", self.B, 2, "hold", conf=self.LONG, run_id=run_id,
+                       program=["--no-python", worker])
+        pids = lambda: [n for n in os.listdir(self.marks) if n.startswith("pid.")]  # noqa: E731
+        wait_for(lambda: len(pids()) == 4, 20, "4 workers of round 1")
+
+        claim, _ = self.etcd.get(job + "coordinator")
+        coordinator_key, listener = claim.split("\n")
+        host, port = listener.rsplit(":", 1)
+        nodes = self.etcd.keys(job + "nodes/")
+        self.assertEqual(len(nodes), 2, nodes)
+        victim = [k[len(job + "nodes/"):] for k in nodes if not k.endswith("/" + coordinator_key)]
+        self.assertEqual(len(victim), 1, nodes)
+        victim = victim[0]
+        _, lease = self.etcd.get(job + "nodes/" + victim)
+        token, token_lease = self.etcd.get(job + "presence/" + victim)
+        self.assertEqual(token_lease, lease)  # written under the node's lease, with its JOIN
+        self.assertGreaterEqual(len(token), 32)
+        forged_token = "0" * len(token)
+        self.assertNotEqual(forged_token, token)
+
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(("ddprun-presence\n%s\n%s\n%d\n%s\n\n"
+                       % (run_id, victim, lease, forged_token)).encode())
+            answer = b""
+            while True:  # the coordinator refuses: it says bye and closes
+                chunk = s.recv(64)
+                if not chunk:
+                    break
+                answer += chunk
+        # ... and the forger's end closes without a bye.
+        self.assertEqual(answer, b"bye\n")
+        refused = "refused the hello of node %s: token mismatch" % victim
+        wait_for(lambda: refused in a.stderr(), 10, "the coordinator's refusal line")
+
+        # The job is untouched: the victim's lease still holds its key, both agents run, no
+        # second round, no departure.
+        self.assertEqual(self.etcd.get(job + "nodes/" + victim)[1], lease)
+        self.assertIsNone(a.proc.poll(), a.stderr())
+        self.assertIsNone(b.proc.poll(), b.stderr())
+        for n in pids():
+            with open(os.path.join(self.marks, n)) as f:
+                os.kill(int(f.read()), signal.SIGUSR1)
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        for agent in (a, b):
+            self.assertNotIn("round 2:", agent.stderr())
+            self.assertNotIn("is gone", agent.stderr())
+        self.assertEqual(sorted(self.started()),
+                         ["started.%d.%d.0" % (g, l) for g in (0, 1) for l in (0, 1)])
+        states = [json.loads(v) for _, v in self.etcd.history(job + "state")]
+        self.assertEqual({(st["round"], st["departures"], st["restart_count"]) for st in states},
+                         {(1, 0, 0)})
 
 if __name__ == "__main__":
     test_etcd.DDPRUN = sys.argv[1]

@@ -144,6 +144,17 @@ class Cluster:
               {"key": base64.b64encode(key.encode()).decode(),
                "value": base64.b64encode(value.encode()).decode()})
 
+    def get(self, key):
+        """(value, lease id) of `key` now, decoded; None when it does not exist."""
+        import base64
+        r = _post("http://%s:%d/v3/kv/range" % (self.reach, self.client_ports[0]),
+                  {"key": base64.b64encode(key.encode()).decode()})
+        kvs = r.get("kvs", [])
+        if not kvs:
+            return None
+        return (base64.b64decode(kvs[0].get("value", "")).decode(errors="replace"),
+                int(kvs[0].get("lease", 0)))
+
     def keys(self, prefix):
         """Every key under `prefix` (text) now, decoded."""
         import base64
