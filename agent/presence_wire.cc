@@ -67,13 +67,12 @@ Result<PresenceHello> decode_hello(std::string_view text) {
 
 bool same_token(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
+  // Every byte is compared, with no branch on the data: no early exit at the first difference.
+  volatile unsigned char diff = 0;  // volatile: kept as written, not turned into a memcmp
   for (std::size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
   }
-  // Read through a volatile: the compiler cannot turn the loop into an early exit.
-  volatile unsigned char result = diff;
-  return result == 0;
+  return diff == 0;
 }
 
 bool token_mismatch(const PresenceHello& hello, const PresenceRecord& record) {

@@ -77,6 +77,8 @@ TEST_CASE("etcd keys of a job", "[etcd_settings]") {
   EtcdKeys k("/ddprun", "job1");
   CHECK(k.coordinator() == "/ddprun/job1/coordinator");
   CHECK(k.node("h:1") == "/ddprun/job1/nodes/h:1");
+  CHECK(k.presence("h:1") == "/ddprun/job1/presence/h:1");
+  CHECK_FALSE(k.node_of(k.presence("h:1")));  // a token is not a node
   CHECK(k.request("h:1", 3) == "/ddprun/job1/req/h:1/00000000000000000003");
   CHECK(k.events("h:1") == "/ddprun/job1/ev/h:1/");
   CHECK(k.node_of("/ddprun/job1/nodes/h:1") == "h:1");
