@@ -25,6 +25,7 @@
 #include "launcher/options.h"
 #include "launcher/preflight.h"
 #include "launcher/status_command.h"
+#include "proc/open_file_limit.h"
 
 extern char** environ;
 
@@ -127,6 +128,9 @@ int main(int argc, char** argv) {
       return usage_error(rdzv.status());
     }
   }
+  // The servers a node hosts hold one descriptor per client (a workers' store: one per worker
+  // of the job); the workers get the soft limit back (proc/open_file_limit.h).
+  spdlog::debug("open-file limit {}", ddp::proc::raise_open_file_limit());
   for (const auto& notice : invocation->notices) spdlog::warn("{}", notice);
   for (const auto& line : invocation->info) spdlog::info("{}", line);
   if (invocation->launch.fan_out) {  // this ddprun starts every node's agent (ssh, pbsdsh)

@@ -41,6 +41,12 @@ int prepare_child(const ChildSetup& setup) noexcept {
   // Nothing else of the parent leaks into the program (store sockets, other children's pipes,
   // the pidfds); Boost.Process's error pipe is close-on-exec already and stays usable.
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return fail();
+  if (setup.open_file_soft_limit != 0) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return fail();
+    if (setup.open_file_soft_limit < limit.rlim_max) limit.rlim_cur = setup.open_file_soft_limit;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return fail();
+  }
   if (setup.forced_errno != 0) {
     errno = setup.forced_errno;
     return setup.forced_errno;

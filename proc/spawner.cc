@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "proc/child_setup.h"
+#include "proc/open_file_limit.h"
 #include "proc/pipe_drain.h"
 
 namespace ddp::proc {
@@ -161,9 +162,9 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
   if (!fds.open(spec.stdin_mode)) {
     return io_error("cannot run '" + program + "': cannot create pipes: " + std::strerror(errno));
   }
-  ChildSetupHook hook{
-      {spec.group, spec.die_with_parent, ::getpid(), fds.in[0], fds.out[1], fds.err[1], 0},
-      fds.report[1]};
+  ChildSetupHook hook{{spec.group, spec.die_with_parent, ::getpid(), fds.in[0], fds.out[1],
+                       fds.err[1], children_open_file_limit(), 0},
+                      fds.report[1]};
   bp::filesystem::path executable = resolve(program);
   if (executable.empty()) {
     executable = program;

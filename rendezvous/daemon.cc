@@ -1,13 +1,13 @@
 #include "rendezvous/daemon.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 
 #include <boost/asio/io_context.hpp>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 
+#include "proc/open_file_limit.h"
 #include "proc/signal_router.h"
 #include "rendezvous/status/status_server.h"
 
@@ -28,21 +28,11 @@ Status write_port_file(const std::string& path, std::uint16_t port) {
   return Status::ok();
 }
 
-// Every connection is a descriptor: lift the soft open-file limit to the hard one.
-void raise_open_file_limit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
-  const rlim_t before = limit.rlim_cur;
-  limit.rlim_cur = limit.rlim_max;
-  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
-    spdlog::debug("open-file limit raised from {} to {}", before, limit.rlim_max);
-  }
-}
-
 }  // namespace
 
 Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
-  raise_open_file_limit();
+  // Every connection is a descriptor: the soft open-file limit lifted to the hard one.
+  spdlog::debug("open-file limit {}", proc::raise_open_file_limit());
   boost::asio::io_context io(1);
   // Signals are caught from before the ready line on, so a SIGTERM sent right after it
   // still shuts down cleanly.

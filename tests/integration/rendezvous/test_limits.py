@@ -351,6 +351,35 @@ class EmbeddedLimitsTest(LimitsCase):
         self.assertEqual(len(refused), 2, err)  # once per server, rate limited
         self.assertIn("--max-connections-per-peer", err)
 
+    def test_agent_raises_its_open_file_limit_and_workers_keep_theirs(self):
+        # Started with a soft limit of 256 (hard 4096): the agent's servers get caps from 4096,
+        # its workers get 256 back.
+        env = dict(os.environ, MARK_DIR=self.tmp, FLAG=os.path.join(self.tmp, "flag"))
+        # prlimit sets the limits and execs ddprun: same pid.
+        args = ["prlimit", "--nofile=256:4096", DDPRUN, "--nproc-per-node", "1", "--no-python",
+                FLAG_WORKER]
+        a = OutputProcess(self.tmp, "a", args, env, timeout=90)
+        self.procs.append(a)
+        wait_for(lambda: os.path.exists(os.path.join(self.tmp, "started.0.0")), 30,
+                 "the worker to start")
+        self.assertIn("NOFILE=256", a.stdout())
+        with open("/proc/%d/limits" % a.proc.pid) as f:
+            row = [line.split() for line in f if line.startswith("Max open files")][0]
+        self.assertEqual(row[3:5], ["4096", "4096"], row)
+        # 300 connections from one address to the workers' store: none refused (caps of a
+        # 256 limit would refuse 204). The PING answered on one more connection shows every
+        # earlier accept has been handled.
+        master = int(re.search(r"MASTER=\S+:(\d+)", a.stdout()).group(1))
+        many = open_from(JUNK, master, 300)
+        self.socks += many
+        [c] = open_from("127.0.0.1", master, 1)
+        self.socks.append(c)
+        c.sendall(MODERN_VALIDATE + b"\x0d" + struct.pack("<I", 77))
+        self.assertEqual(struct.unpack("<I", recv_exact(c, 4))[0], 77)
+        self.assertEqual(count_closed(many), 0)
+        open(os.path.join(self.tmp, "flag"), "w").close()
+        self.assertEqual(a.wait(), 0, a.stderr())
+
     def test_bad_values_are_one_line(self):
         for flags, text in ((["--max-connections", "5", "--max-connections-per-peer", "9"],
                              "exceeds --max-connections 5"),
