@@ -18,7 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 import etcd  # noqa: E402
 import netns  # noqa: E402
-from procs import OutputProcess, free_port, wait_for  # noqa: E402
+from agents import AgentsCase  # noqa: E402
+from procs import free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "..", "multinode", "worker.sh")
@@ -27,12 +28,7 @@ TORCH_WORKER = os.path.join(HERE, "..", "multinode", "torch_allreduce.py")
 FAST_CONF = "last_call_timeout=0.2,join_timeout=20,lease_ttl=2"
 
 
-class Agent(OutputProcess):
-    def __init__(self, tmp, name, args, env):
-        super().__init__(tmp, name, args, env, timeout=40)
-
-
-class EtcdCase(unittest.TestCase):
+class EtcdCase(AgentsCase):
     MEMBERS = 1
     A, B, C = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 
@@ -41,17 +37,11 @@ class EtcdCase(unittest.TestCase):
             self.etcd = self.make_cluster()
         except etcd.Unavailable as e:
             self.skipTest(str(e))
-        self.tmpdir = tempfile.TemporaryDirectory()
-        self.tmp = self.tmpdir.name
-        self.marks = os.path.join(self.tmp, "marks")
-        os.mkdir(self.marks)
-        self.agents = []
+        super().setUp()
 
     def tearDown(self):
-        for a in self.agents:
-            a.kill()
+        super().tearDown()  # the agents first, while etcd still answers their last words
         self.etcd.stop()
-        self.tmpdir.cleanup()
 
     def make_cluster(self):
         return etcd.Cluster(self.MEMBERS)
@@ -68,26 +58,7 @@ class EtcdCase(unittest.TestCase):
                 "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5",
                 *extra, *(program or ["--no-python", WORKER])]
         args = list(prefix) + args
-        agent = Agent(self.tmp, name, args, env)
-        self.agents.append(agent)
-        return agent
-
-    def started(self):
-        return [n for n in os.listdir(self.marks) if n.startswith("started.")]
-
-    @staticmethod
-    def env_lines(text):
-        rows = []
-        for line in text.splitlines():
-            m = re.search(r"ENV (.*)", line)
-            if m:
-                rows.append(dict(kv.split("=", 1) for kv in m.group(1).split()))
-        return rows
-
-    def root_cause(self, text):
-        m = re.search(r"Root Cause.*?(?=\n\n|\Z)", text, re.S)
-        self.assertIsNotNone(m, text)
-        return re.sub(r"\[ddprun\].*", "", m.group(0)).strip()
+        return self.spawn(name, args, env)
 
 
 class EtcdRanksTest(EtcdCase):
@@ -150,17 +121,7 @@ class EtcdFailureTest(EtcdCase):
         code_a, code_b = a.wait(), b.wait()
         self.assertEqual(code_a, 3, a.stderr())
         self.assertEqual(code_b, 3, b.stderr())
-        with open(os.path.join(self.marks, "failed")) as f:
-            failed = float(f.read())
-        stopped = []
-        for name in os.listdir(self.marks):
-            if name.startswith("stopped.0."):
-                with open(os.path.join(self.marks, name)) as f:
-                    stopped.append(float(f.read()))
-        self.assertEqual(len(stopped), 2, os.listdir(self.marks))
-        latency = max(stopped) - failed
-        print("cross-node teardown through etcd: %.1f ms" % (latency * 1000), file=sys.stderr)
-        self.assertLess(latency, 1.0)
+        self.assert_stopped_within(1.0, 2, "cross-node teardown through etcd")
         ra, rb = self.root_cause(a.stderr()), self.root_cause(b.stderr())
         self.assertEqual(ra, rb)
         self.assertRegex(ra, r"rank\s*:\s*2 \(local_rank: 0\)")
@@ -429,11 +390,7 @@ class EtcdNetnsTest(EtcdCase):
     host advertising their own addresses."""
 
     def make_cluster(self):
-        try:
-            self.hosts = netns.TwoHosts("de", ["10.234.0.1", "10.234.0.2"])
-        except netns.Unavailable as e:
-            self.skipTest(str(e))
-        self.addCleanup(self.hosts.remove)
+        self.hosts = netns.two_hosts_for(self, "de", ["10.234.0.1", "10.234.0.2"])
         self.A, self.B = self.hosts.addrs
         return etcd.Cluster(1, host=self.A, prefix=self.hosts.exec_prefix(0))
 
