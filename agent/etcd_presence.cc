@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
@@ -31,14 +32,17 @@ EtcdPresence::EtcdPresence(asio::io_context& io, etcd::Client& client, const Etc
 
 EtcdPresence::~EtcdPresence() { stop(); }
 
-void EtcdPresence::start(const std::string& bind_host, const std::string& advertised_host) {
+void EtcdPresence::start(const std::string& bind_host, const std::string& advertised_host,
+                         int max_nodes) {
   auto token = rendezvous::auth::fresh_secret();
   if (token) {
     token_ = std::move(token).value();
   } else {
     warn_once("no presence token (" + token.status().message() + ")");
   }
-  if (Status s = server_.listen(bind_host); !s) {
+  PresenceServer::Limits limits;
+  limits.max_connections = 2 * static_cast<std::size_t>(std::max(max_nodes, 1)) + 16;
+  if (Status s = server_.listen(bind_host, limits); !s) {
     return warn_once("no presence listener (" + s.message() + ")");
   }
   endpoint_ = etcd::Endpoint{advertised_host, server_.port()};

@@ -47,7 +47,8 @@ class EtcdPresence {
   // Draws this agent's token, and listens on `bind_host` ("" = every interface); the others
   // reach it at `advertised_host`. Without a token (getrandom refused) this agent sends no
   // hellos: its lease alone speaks for it.
-  void start(const std::string& bind_host, const std::string& advertised_host);
+  // `max_nodes`: the job's most nodes, which bounds the listener's connections.
+  void start(const std::string& bind_host, const std::string& advertised_host, int max_nodes);
   // Adds the put of this agent's token (P/presence/<node_key>, under its lease) to `join`'s
   // success branch, the txn that creates its node key. Nothing without a token.
   void add_token(etcd::Txn& join) const;

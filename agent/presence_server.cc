@@ -7,6 +7,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -33,7 +34,8 @@ PresenceServer::PresenceServer(asio::io_context& io, HelloCheck check,
 
 PresenceServer::~PresenceServer() { stop(); }
 
-Status PresenceServer::listen(const std::string& host) {
+Status PresenceServer::listen(const std::string& host, Limits limits) {
+  limits_ = limits;
   if (Status s = rendezvous::open_listener(acceptor_, host, 0, "presence"); !s) return s;
   boost::system::error_code ec;
   port_ = acceptor_.local_endpoint(ec).port();
@@ -56,6 +58,10 @@ asio::awaitable<void> PresenceServer::accept_loop() {
           ec.message());
       co_return;
     }
+    if (connections_.size() >= limits_.max_connections) {
+      refuse(socket, "the presence listener holds its most connections");
+      continue;
+    }
     auto id = next_id_++;
     auto shared = std::make_shared<tcp::socket>(std::move(socket));
     connections_.emplace(id, shared);
@@ -66,8 +72,20 @@ asio::awaitable<void> PresenceServer::accept_loop() {
 asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tcp::socket> socket) {
   auto alive = alive_;
   std::string buffer;
+  // No complete hello by the deadline: the read is cancelled and the connection closed (bye).
+  auto deadline = std::make_shared<asio::steady_timer>(io_, limits_.hello_deadline);
+  deadline->async_wait([socket](boost::system::error_code e) {
+    boost::system::error_code ignored;
+    if (!e) socket->cancel(ignored);
+  });
   auto [ec, n] = co_await asio::async_read_until(*socket, asio::dynamic_buffer(buffer, kMaxHello),
                                                  std::string(kHelloEnd), kTuple);
+  deadline->cancel();
+  if (ec == asio::error::operation_aborted && *alive && !stopped_) {
+    refuse(*socket, "a connection sent no complete hello within its deadline");
+    connections_.erase(id);
+    co_return;
+  }
   std::optional<PresenceHello> hello;
   if (!ec && *alive && !stopped_) {
     auto decoded = decode_hello(std::string_view(buffer).substr(0, n));
@@ -106,6 +124,16 @@ asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tc
   if (!hello && !peer_closed(ec)) asio::write(*socket, asio::buffer(kBye), ignored);
   socket->close(ignored);
   connections_.erase(id);
+}
+
+void PresenceServer::refuse(tcp::socket& socket, const char* why) {
+  if (!refusal_logged_) {
+    refusal_logged_ = true;
+    spdlog::warn("presence listener: {}: closed (logged once)", why);
+  }
+  boost::system::error_code ignored;
+  asio::write(socket, asio::buffer(kBye), ignored);  // on purpose: not this process's death
+  socket.close(ignored);
 }
 
 void PresenceServer::stop() {

@@ -56,6 +56,16 @@ std::string accept_hello(asio::io_context& io, tcp::acceptor& acceptor, tcp::soc
   return got;
 }
 
+// Reads until the server closes `socket`; what it sent.
+std::string read_to_close(asio::io_context& io, tcp::socket& socket) {
+  std::string answer;
+  bool answered = false;
+  asio::async_read(socket, asio::dynamic_buffer(answer),
+                   [&](boost::system::error_code, std::size_t) { answered = true; });
+  REQUIRE(run_until(io, [&] { return answered; }));
+  return answer;
+}
+
 TEST_CASE("a coordinator claim carries its presence endpoint", "[presence]") {
   CoordinatorClaim claim{"10.0.0.1:42", etcd::Endpoint{"10.0.0.1", 5000}};
   auto back = decode_claim(encode_claim(claim));
@@ -125,7 +135,7 @@ TEST_CASE("the server reports a connection closed without bye, not one that said
   std::vector<std::string> gone;
   PresenceServer server(io, accept_all,
                         [&](const PresenceHello& h) { gone.push_back(h.node_key); });
-  REQUIRE(server.listen("127.0.0.1"));
+  REQUIRE(server.listen("127.0.0.1", {}));
   const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
   {
     tcp::socket polite(io);
@@ -149,12 +159,7 @@ TEST_CASE("the server reports a connection closed without bye, not one that said
   refused.connect(at);
   asio::write(refused,
               asio::buffer(std::string("ddprun-presence\nj\nn\nnot-a-lease\n") + kToken + "\n\n"));
-  std::string answer;
-  bool answered = false;
-  asio::async_read(refused, asio::dynamic_buffer(answer),
-                   [&](boost::system::error_code, std::size_t) { answered = true; });
-  REQUIRE(run_until(io, [&] { return answered; }));
-  CHECK(answer == std::string(kBye));
+  CHECK(read_to_close(io, refused) == std::string(kBye));
   server.stop();
   CHECK(gone.size() == 1);
 }
@@ -172,19 +177,15 @@ TEST_CASE("a hello its check refuses gets a bye and is never reported gone", "[p
     co_return Status::ok();
   };
   PresenceServer server(io, check, [&](const PresenceHello& h) { gone.push_back(h.node_key); });
-  REQUIRE(server.listen("127.0.0.1"));
+  REQUIRE(server.listen("127.0.0.1", {}));
   const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
   {
     tcp::socket forger(io);
     forger.connect(at);
     asio::write(forger, asio::buffer(encode_hello(hello_of("victim", 5, kOther))));
-    std::string answer;
-    bool answered = false;
-    asio::async_read(forger, asio::dynamic_buffer(answer),
-                     [&](boost::system::error_code, std::size_t) { answered = true; });
-    REQUIRE(run_until(io, [&] { return answered; }));
-    CHECK(answer == std::string(kBye));  // refused: the server closed it on purpose
-  }                                      // and the forger's end closes without a bye
+    // Refused: the server closed it on purpose.
+    CHECK(read_to_close(io, forger) == std::string(kBye));
+  }  // and the forger's end closes without a bye
   {
     tcp::socket real(io);
     real.connect(at);
@@ -194,6 +195,39 @@ TEST_CASE("a hello its check refuses gets a bye and is never reported gone", "[p
   REQUIRE(run_until(io, [&] { return !gone.empty(); }));
   CHECK(checked == std::vector<std::string>{"victim", "real"});
   CHECK(gone == std::vector<std::string>{"real"});
+  server.stop();
+}
+
+TEST_CASE("a connection without a hello by its deadline, or over the cap, gets a bye",
+          "[presence]") {
+  asio::io_context io;
+  std::vector<std::string> gone;
+  PresenceServer server(io, accept_all,
+                        [&](const PresenceHello& h) { gone.push_back(h.node_key); });
+  PresenceServer::Limits limits;
+  limits.max_connections = 2;
+  limits.hello_deadline = std::chrono::milliseconds(300);
+  REQUIRE(server.listen("127.0.0.1", limits));
+  const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
+  tcp::socket agent(io);  // a real agent's hello, in time
+  agent.connect(at);
+  asio::write(agent, asio::buffer(encode_hello(hello_of("agent", 1))));
+  tcp::socket silent(io);  // connects and says nothing
+  silent.connect(at);
+  tcp::socket third(io);  // over the cap of 2: a bye at once
+  third.connect(at);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(read_to_close(io, third) == std::string(kBye));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(300));
+  CHECK(read_to_close(io, silent) == std::string(kBye));  // at its deadline
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(250));
+  // The agent that said its hello is kept past the deadline, and none was reported gone.
+  tcp::socket fourth(io);  // a slot is free again: kept until its own deadline
+  fourth.connect(at);
+  asio::write(fourth, asio::buffer(encode_hello(hello_of("fourth", 2))));
+  agent.close();  // dies
+  REQUIRE(run_until(io, [&] { return !gone.empty(); }));
+  CHECK(gone == std::vector<std::string>{"agent"});
   server.stop();
 }
 
