@@ -113,6 +113,7 @@ void SupervisedWorkers::start(const Round& round) {
       [this](int attempt, int local_rank) {
         proc::LaunchSpec spec = setup_.launch_spec(attempt, local_rank);
         for (auto& entry : watch_.worker_env(local_rank)) spec.env.push_back(std::move(entry));
+        spec.ignored_signal = watch_.worker_stack_signal();
         return spec;
       },
       [this, channels](int attempt) {

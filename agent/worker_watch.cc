@@ -125,6 +125,8 @@ std::vector<std::string> WorkerWatch::worker_env(int local_rank) const {
   return env;
 }
 
+int WorkerWatch::worker_stack_signal() const { return stacks_ && python_ ? stack_signal() : 0; }
+
 void WorkerWatch::group_started() {
   if (watch_) watch_->start();
 }

@@ -47,6 +47,9 @@ class WorkerWatch {
   Status begin_group(std::uint64_t round, int nproc, int rank_base);
   // The variables of local rank `local_rank` of the current group ("KEY=VALUE").
   std::vector<std::string> worker_env(int local_rank) const;
+  // The signal the workers start with ignored (proc::LaunchSpec::ignored_signal): the stack
+  // signal when Python workers get the stack hook, else 0.
+  int worker_stack_signal() const;
   // The group's workers have started / the group ended.
   void group_started();
   void end_group();

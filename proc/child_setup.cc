@@ -35,6 +35,9 @@ int prepare_child(const ChildSetup& setup) noexcept {
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
   }
+  if (setup.ignored_signal > 0 && setup.ignored_signal < NSIG) {
+    ::signal(setup.ignored_signal, SIG_IGN);
+  }
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -5,8 +5,9 @@
 // On entry every signal is blocked (the spawner blocked them across fork, so no handler of
 // the parent, such as Asio's, can run in the child). In order: new session or process group;
 // PR_SET_PDEATHSIG(SIGKILL) plus the getppid() check; stdin/stdout/stderr; every signal back
-// to SIG_DFL, then none blocked; every descriptor from 3 up marked close-on-exec; the soft
-// open-file limit set back when the parent raised its own (proc/open_file_limit.h).
+// to SIG_DFL (but `ignored_signal`), then none blocked; every descriptor from 3 up marked
+// close-on-exec; the soft open-file limit set back when the parent raised its own
+// (proc/open_file_limit.h).
 #pragma once
 
 #include <sys/resource.h>
@@ -24,6 +25,7 @@ struct ChildSetup {
   int stdout_fd = -1;
   int stderr_fd = -1;
   rlim_t open_file_soft_limit = 0;  // nonzero: the child's soft RLIMIT_NOFILE
+  int ignored_signal = 0;           // nonzero: SIG_IGN for it instead of SIG_DFL
   int forced_errno = 0;  // nonzero: fail with it instead of running (program not on PATH)
 };
 

@@ -59,6 +59,11 @@ struct LaunchSpec {
   GroupMode group = GroupMode::kNewSession;
   bool die_with_parent = true;  // PR_SET_PDEATHSIG(SIGKILL): the child dies with this process
   bool inherit_env = false;     // true: this process's environment, `env` is ignored
+  // Nonzero: the child starts with this signal ignored (every other one at its default). The
+  // agent's stack signal: one that reaches a Python worker before its startup hook registered
+  // faulthandler for it, or after interpreter shutdown unregistered it, must not kill it
+  // (faulthandler restores the disposition it found: ignored).
+  int ignored_signal = 0;
   ExecFailure exec_failure = ExecFailure::kExit127;
 };
 

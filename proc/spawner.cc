@@ -163,7 +163,7 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
     return io_error("cannot run '" + program + "': cannot create pipes: " + std::strerror(errno));
   }
   ChildSetupHook hook{{spec.group, spec.die_with_parent, ::getpid(), fds.in[0], fds.out[1],
-                       fds.err[1], children_open_file_limit(), 0},
+                       fds.err[1], children_open_file_limit(), spec.ignored_signal, 0},
                       fds.report[1]};
   bp::filesystem::path executable = resolve(program);
   if (executable.empty()) {

@@ -213,6 +213,25 @@ TEST_CASE_METHOD(Fixture, "spawner: children start with default signals and none
   CHECK(rec.exits[2] == ExitStatus::killed(SIGUSR1));
 }
 
+TEST_CASE_METHOD(Fixture, "spawner: a child can start with one signal ignored", "[spawner]") {
+  const int sig = SIGRTMIN + 3;  // the agent's stack signal
+  const std::string script = "kill -s " + std::to_string(sig) + " $$; echo survived";
+  LaunchSpec spared = sh(script);
+  spared.ignored_signal = sig;
+  REQUIRE(spawner.spawn(1, spared));
+  REQUIRE(spawner.spawn(2, sh(script)));  // the default: the signal kills
+  REQUIRE(spawner.spawn(3, [&] {
+    LaunchSpec s = sh("grep -E '^SigIgn' /proc/self/status");
+    s.ignored_signal = SIGUSR1;
+    return s;
+  }()));
+  REQUIRE(run_until(io, [&] { return rec.exits.size() == 3; }));
+  CHECK(rec.exits[1].ok());
+  CHECK(rec.out[1] == "survived\n");
+  CHECK(rec.exits[2] == ExitStatus::killed(sig));
+  CHECK(rec.out[3] == "SigIgn:\t0000000000000200\n");  // SIGUSR1 (10) only
+}
+
 TEST_CASE_METHOD(Fixture, "spawner: exits are heard with no SIGCHLD handler", "[spawner]") {
   struct sigaction current {};
   ::sigaction(SIGCHLD, nullptr, &current);

@@ -108,6 +108,26 @@ class TimerTest(Base):
         self.assertIn("rank 1 done (attempt 1)", p.stdout())
 
 
+class StackSignalTest(Base):
+    # A worker the stack signal reaches when faulthandler no longer handles it (as at
+    # interpreter shutdown, when faulthandler restores the disposition it found) must live on:
+    # it was started with the signal ignored. Seen before: a rank exiting just as the agent took
+    # the group's stacks died of signal 37 and became the job's root cause.
+    SCRIPT = ("import faulthandler, os, signal\n"
+              "sig = int(os.environ['DDPRUN_STACK_SIGNAL'])\n"
+              "assert faulthandler.unregister(sig)\n"
+              "os.kill(os.getpid(), sig)\n"
+              "print('survived the stack signal', flush=True)\n")
+
+    def test_a_worker_past_its_hook_survives_the_stack_signal(self):
+        script = os.path.join(self.tmp.name, "unhooked.py")
+        with open(script, "w") as f:
+            f.write(self.SCRIPT)
+        p = self.start("job", ["--nproc-per-node", "1", "--hang-timeout", "30s", script])
+        self.assertEqual(p.wait(), 0, p.stderr())
+        self.assertIn("survived the stack signal", p.stdout())
+
+
 class NoFalsePositiveTest(Base):
     def test_silent_and_steady_jobs_finish_untouched(self):
         # 20 s of workers that never beat, and a job that beats every step, side by side.
