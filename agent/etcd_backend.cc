@@ -66,7 +66,8 @@ EtcdBackend::~EtcdBackend() { close(); }
 Status EtcdBackend::start() {
   if (Status s = servers_.start(); !s) return s;
   // Bound like the workers' store, reached at the address this node advertises.
-  presence_.start(store_bind_host(config_.local_addr), advertised_addr(), config_.max_nodes);
+  presence_.start(store_bind_host(config_.local_addr), advertised_addr(), config_.max_nodes,
+                  settings_.presence_timeout);
   return Status::ok();
 }
 

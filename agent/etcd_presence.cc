@@ -28,12 +28,13 @@ EtcdPresence::EtcdPresence(asio::io_context& io, etcd::Client& client, const Etc
       node_key_(std::move(node_key)),
       server_(
           io, [this](const PresenceHello& hello) { return check_hello(hello); },
-          [this](const PresenceHello& hello) { on_agent_gone(hello); }) {}
+          [this](const PresenceHello& hello, PeerEnd end) { on_agent_gone(hello, end); }) {}
 
 EtcdPresence::~EtcdPresence() { stop(); }
 
 void EtcdPresence::start(const std::string& bind_host, const std::string& advertised_host,
-                         int max_nodes) {
+                         int max_nodes, std::chrono::milliseconds silence_timeout) {
+  silence_timeout_ = silence_timeout;
   auto token = rendezvous::auth::fresh_secret();
   if (token) {
     token_ = std::move(token).value();
@@ -42,6 +43,7 @@ void EtcdPresence::start(const std::string& bind_host, const std::string& advert
   }
   PresenceServer::Limits limits;
   limits.max_connections = 2 * static_cast<std::size_t>(std::max(max_nodes, 1)) + 16;
+  limits.silence_timeout = silence_timeout;
   if (Status s = server_.listen(bind_host, limits); !s) {
     return warn_once("no presence listener (" + s.message() + ")");
   }
@@ -71,9 +73,10 @@ void EtcdPresence::follow(const etcd::KeyValue& coordinator) {
   if (!claim.presence || token_.empty()) return;
   PresenceHello hello{run_id_, node_key_, lease_, token_};
   link_ = PresenceLink::open(
-      io_.get_executor(), *claim.presence, encode_hello(hello), kConnectDeadline,
-      [this, key = claim.node_key, lease = coordinator.lease, alive = alive_] {
-        if (*alive && !stopped_) on_coordinator_gone(key, lease);
+      io_.get_executor(), *claim.presence, encode_hello(hello),
+      {.connect_deadline = kConnectDeadline, .silence_timeout = silence_timeout_},
+      [this, key = claim.node_key, lease = coordinator.lease, alive = alive_](PeerEnd end) {
+        if (*alive && !stopped_) on_coordinator_gone(key, lease, end);
       },
       [this, alive = alive_](Status why) {
         if (*alive && !stopped_) warn_once(why.message());
@@ -116,11 +119,22 @@ asio::awaitable<Status> EtcdPresence::check_hello(PresenceHello hello) {
   co_return Status::ok();
 }
 
-void EtcdPresence::on_agent_gone(const PresenceHello& hello) {
+// How a lost connection reads in the log: "node K is gone (<this>)".
+std::string EtcdPresence::loss_text(PeerEnd end, const char* whose) const {
+  if (end == PeerEnd::kUnreachable) {
+    return fmt::format(
+        "{} machine stopped acknowledging its presence connection for {:.3g} s, or lost its "
+        "route: powered off or cut off",
+        whose, std::chrono::duration<double>(silence_timeout_).count());
+  }
+  return fmt::format("{} presence connection closed", whose);
+}
+
+void EtcdPresence::on_agent_gone(const PresenceHello& hello, PeerEnd end) {
   if (!coordinating_ || stopped_) return;
   asio::co_spawn(
       io_,
-      [this, hello, alive = alive_]() -> asio::awaitable<void> {
+      [this, hello, end, alive = alive_]() -> asio::awaitable<void> {
         // Only the lease that still carries that node's key, and only for the hello of the
         // agent that wrote that node's token: a node that already left (its key gone) or
         // joined again (another lease), or a hello not its own, is not touched.
@@ -136,10 +150,9 @@ void EtcdPresence::on_agent_gone(const PresenceHello& hello) {
               hello.node_key);
         }
         if (!revokes_on_close(hello, *record)) co_return;
-        spdlog::info(
-            "node {} is gone (its agent's presence connection closed): revoking its etcd lease "
-            "so the job re-forms now",
-            hello.node_key);
+        spdlog::info("node {} is gone ({}): revoking its etcd lease so the job re-forms now",
+                     hello.node_key,
+                     loss_text(end, end == PeerEnd::kClosed ? "its agent's" : "its"));
         Status s = co_await client_.revoke(hello.lease);
         if (!*alive || stopped_) co_return;
         if (!s && s.code() != ErrorCode::kNotFound) warn_once("revoke: " + s.message());
@@ -147,11 +160,11 @@ void EtcdPresence::on_agent_gone(const PresenceHello& hello) {
       asio::detached);
 }
 
-void EtcdPresence::on_coordinator_gone(std::string node_key, std::int64_t lease) {
+void EtcdPresence::on_coordinator_gone(std::string node_key, std::int64_t lease, PeerEnd end) {
   link_.reset();
   asio::co_spawn(
       io_,
-      [this, node_key, lease, alive = alive_]() -> asio::awaitable<void> {
+      [this, node_key, lease, end, alive = alive_]() -> asio::awaitable<void> {
         auto claim = co_await client_.range(keys_.coordinator());
         if (!*alive || stopped_) co_return;
         if (!claim)
@@ -159,9 +172,9 @@ void EtcdPresence::on_coordinator_gone(std::string node_key, std::int64_t lease)
                               claim.status().message());
         if (claim->kvs.empty() || claim->kvs[0].lease != lease) co_return;
         spdlog::info(
-            "the coordinating agent (node {}) is gone (its presence connection closed): "
-            "revoking its etcd lease so another agent takes over now",
-            node_key);
+            "the coordinating agent (node {}) is gone ({}): revoking its etcd lease so another "
+            "agent takes over now",
+            node_key, loss_text(end, "its"));
         Status s = co_await client_.revoke(lease);
         if (!*alive || stopped_) co_return;
         if (!s && s.code() != ErrorCode::kNotFound) warn_once("revoke: " + s.message());

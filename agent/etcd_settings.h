@@ -20,17 +20,21 @@ struct EtcdSettings {
   std::vector<etcd::Endpoint> endpoints;
   std::string prefix = "/ddprun";     // etcd_prefix; the job's keys are under prefix/run_id/
   std::chrono::seconds lease_ttl{5};  // lease_ttl: liveness of each node
-  bool tls = false;                   // protocol=https
-  std::string cacert, cert, key;      // TLS files
-  RdzvSettings rdzv;                  // Config and read_timeout (connect_timeout)
+  // presence_timeout (seconds, decimals allowed; default half the lease TTL; 0: off): how
+  // long a presence connection's beats may stay unacknowledged before its machine counts as
+  // gone (etcd_presence.h).
+  std::chrono::milliseconds presence_timeout{2500};
+  bool tls = false;               // protocol=https
+  std::string cacert, cert, key;  // TLS files
+  RdzvSettings rdzv;              // Config and read_timeout (connect_timeout)
 };
 
 // True for --rdzv-backend etcd, etcd-v2 and etcd-v3 (one backend speaking etcd's v3 API).
 bool is_etcd_backend(const std::string& backend);
 
 // Errors (kInvalidArgument naming the key and the fix): no or bad endpoints, lease_ttl not a
-// whole number of seconds >= 1, protocol neither http nor https, a TLS file with http, an
-// unknown key.
+// whole number of seconds >= 1, presence_timeout neither 0 nor 0.1-3600 seconds, protocol neither
+// http nor https, a TLS file with http, an unknown key.
 Result<EtcdSettings> etcd_settings(const AgentConfig& config);
 
 // How to reach etcd: http, or https with the TLS files.

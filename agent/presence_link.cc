@@ -1,5 +1,6 @@
 #include "agent/presence_link.h"
 
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -23,25 +24,24 @@ PresenceLink::PresenceLink(asio::any_io_executor ex, etcd::Endpoint peer, std::s
     : peer_(std::move(peer)), hello_(std::move(hello)), socket_(ex), timer_(ex) {}
 
 std::shared_ptr<PresenceLink> PresenceLink::open(asio::any_io_executor ex, etcd::Endpoint peer,
-                                                 std::string hello,
-                                                 std::chrono::milliseconds deadline,
-                                                 std::function<void()> on_gone,
+                                                 std::string hello, Timing timing,
+                                                 std::function<void(PeerEnd)> on_gone,
                                                  std::function<void(Status)> on_unreachable) {
   auto link = std::make_shared<PresenceLink>(ex, std::move(peer), std::move(hello));
   link->on_gone_ = std::move(on_gone);
   link->on_unreachable_ = std::move(on_unreachable);
   asio::co_spawn(
-      ex, [link, deadline] { return link->run(deadline); }, asio::detached);
+      ex, [link, timing] { return link->run(timing); }, asio::detached);
   return link;
 }
 
-asio::awaitable<void> PresenceLink::run(std::chrono::milliseconds deadline) {
+asio::awaitable<void> PresenceLink::run(Timing timing) {
   auto self = shared_from_this();
   auto unreachable = [&](const std::string& why) {
     if (!closed_) on_unreachable_(io_error("presence endpoint " + peer_.to_string() + ": " + why));
   };
   // The connect deadline: the timer closes the socket, which ends the connect.
-  timer_.expires_after(deadline);
+  timer_.expires_after(timing.connect_deadline);
   timer_.async_wait([self](boost::system::error_code ec) {
     if (ec || self->connected_) return;
     boost::system::error_code ignored;
@@ -63,24 +63,40 @@ asio::awaitable<void> PresenceLink::run(std::chrono::milliseconds deadline) {
   auto [wec, written] = co_await asio::async_write(socket_, asio::buffer(hello_), kTuple);
   if (closed_) co_return;
   if (wec) co_return unreachable("cannot send the hello: " + wec.message());
-  char byte = 0;
+  if (timing.silence_timeout.count() > 0) {
+    // Without the check the link still works: the coordinator's lease covers a silent machine.
+    if (arm_silence_check(socket_, timing.silence_timeout)) {
+      asio::co_spawn(
+          socket_.get_executor(),
+          [self, every = beat_interval(timing.silence_timeout)] { return self->beat(every); },
+          asio::detached);
+    }
+  }
+  std::array<char, 64> chunk{};
   for (;;) {
-    // The coordinator never writes: a read ends only when its end closes (or on close()).
-    auto [ec, n] = co_await socket_.async_read_some(asio::buffer(&byte, 1), kTuple);
+    // The coordinator writes beats, or its bye when it closes on purpose.
+    auto [ec, n] = co_await socket_.async_read_some(asio::buffer(chunk), kTuple);
     if (closed_) co_return;
-    if (!ec) {
-      // The coordinator's bye: it closes on purpose (it exits, or refused the hello).
-      closed_ = true;
-      boost::system::error_code ignored;
-      co_return socket_.close(ignored);
-    }
-    if (ec == asio::error::eof || ec == asio::error::connection_reset) {
-      closed_ = true;
-      boost::system::error_code ignored;
-      socket_.close(ignored);
-      co_return on_gone_();
-    }
-    co_return unreachable("connection failed: " + ec.message());
+    if (!ec && !holds_bye(std::string_view(chunk.data(), n))) continue;
+    // Its bye (it exits, or refused the hello), its end lost, or a local failure.
+    const PeerEnd end = ec ? judge_read_error(ec) : PeerEnd::kUnknown;
+    if (ec && end == PeerEnd::kUnknown) unreachable("connection failed: " + ec.message());
+    closed_ = true;
+    timer_.cancel();
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    if (end != PeerEnd::kUnknown) on_gone_(end);
+    co_return;
+  }
+}
+
+asio::awaitable<void> PresenceLink::beat(std::chrono::milliseconds every) {
+  auto self = shared_from_this();
+  while (!closed_) {
+    timer_.expires_after(every);
+    co_await timer_.async_wait(kTuple);
+    if (closed_) co_return;
+    send_beat(socket_);
   }
 }
 

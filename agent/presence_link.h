@@ -1,9 +1,14 @@
 // An agent's end of the presence signal (presence_wire.h, docs/etcd.md): one TCP connection
-// to the coordinating agent's presence listener, opened with a hello and then only read. It
-// reports `on_gone` once when the coordinator's end closes (EOF or reset) without a bye: that
-// process is gone. A coordinator that cannot be reached (no route, refused, no answer within
-// the connect deadline) is reported to `on_unreachable` once; the link then does nothing more
-// and the coordinator's lease alone decides (the job never stops for this).
+// to the coordinating agent's presence listener, opened with a hello. It reports `on_gone`
+// once, with how the coordinator's end was lost:
+//  - kClosed: it closed (EOF or reset) without a bye: that process is gone;
+//  - kUnreachable (only with a silence timeout): the coordinator's machine stopped
+//    acknowledging the beats this link writes for `silence_timeout` (TCP_USER_TIMEOUT,
+//    presence_tcp.h), or the route to it is gone: powered off or cut off.
+// Bytes from the coordinator are beats, or its bye. A coordinator that cannot be reached (no
+// route, refused, no answer within the connect deadline) is reported to `on_unreachable` once;
+// the link then does nothing more and the coordinator's lease alone decides (the job never
+// stops for this).
 //
 // close() sends the bye and closes: the coordinator takes that as orderly, even when it reads
 // it late (it was frozen and deposed meanwhile). No callback follows close(). A bye from the
@@ -21,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/presence_tcp.h"
 #include "common/status.h"
 #include "etcd/endpoints.h"
 
@@ -28,9 +34,13 @@ namespace ddp::agent {
 
 class PresenceLink : public std::enable_shared_from_this<PresenceLink> {
  public:
+  struct Timing {
+    std::chrono::milliseconds connect_deadline{2000};
+    std::chrono::milliseconds silence_timeout{0};  // 0: no beats, no silence check
+  };
   static std::shared_ptr<PresenceLink> open(boost::asio::any_io_executor ex, etcd::Endpoint peer,
-                                            std::string hello, std::chrono::milliseconds deadline,
-                                            std::function<void()> on_gone,
+                                            std::string hello, Timing timing,
+                                            std::function<void(PeerEnd)> on_gone,
                                             std::function<void(Status)> on_unreachable);
   PresenceLink(boost::asio::any_io_executor ex, etcd::Endpoint peer, std::string hello);
   PresenceLink(const PresenceLink&) = delete;
@@ -41,13 +51,14 @@ class PresenceLink : public std::enable_shared_from_this<PresenceLink> {
   void close();
 
  private:
-  boost::asio::awaitable<void> run(std::chrono::milliseconds deadline);
+  boost::asio::awaitable<void> run(Timing timing);
+  boost::asio::awaitable<void> beat(std::chrono::milliseconds every);
 
   etcd::Endpoint peer_;
   std::string hello_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer timer_;
-  std::function<void()> on_gone_;
+  std::function<void(PeerEnd)> on_gone_;
   std::function<void(Status)> on_unreachable_;
   bool connected_ = false;
   bool closed_ = false;

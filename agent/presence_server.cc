@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -20,17 +22,17 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
-// EOF and reset are the peer's kernel closing its socket; anything else (cancelled, a local
-// failure) says nothing about the peer.
-bool peer_closed(const boost::system::error_code& ec) {
-  return ec == asio::error::eof || ec == asio::error::connection_reset;
-}
+using namespace std::chrono_literals;
 
 }  // namespace
 
-PresenceServer::PresenceServer(asio::io_context& io, HelloCheck check,
-                               std::function<void(const PresenceHello&)> on_gone)
-    : io_(io), check_(std::move(check)), on_gone_(std::move(on_gone)), acceptor_(io) {}
+PresenceServer::PresenceServer(asio::io_context& io, HelloCheck check, Gone on_gone)
+    : io_(io),
+      check_(std::move(check)),
+      on_gone_(std::move(on_gone)),
+      acceptor_(io),
+      retry_timer_(io),
+      beat_timer_(io) {}
 
 PresenceServer::~PresenceServer() { stop(); }
 
@@ -41,26 +43,42 @@ Status PresenceServer::listen(const std::string& host, Limits limits) {
   port_ = acceptor_.local_endpoint(ec).port();
   if (ec) return io_error("presence listener: " + ec.message());
   asio::co_spawn(io_, accept_loop(), asio::detached);
+  if (limits_.silence_timeout.count() > 0) asio::co_spawn(io_, beat_loop(), asio::detached);
   return Status::ok();
 }
 
 asio::awaitable<void> PresenceServer::accept_loop() {
   auto alive = alive_;
+  auto pause = 100ms;
   for (;;) {
     auto [ec, socket] = co_await acceptor_.async_accept(kTuple);
     if (!*alive || stopped_) co_return;
     if (ec) {
-      // EMFILE and the like repeat at once: stop accepting rather than spin. Agents that
-      // connect later are then noticed by their leases alone.
-      spdlog::warn(
-          "presence listener: accept failed ({}); agents that join from now on are "
-          "watched through their etcd leases only",
-          ec.message());
-      co_return;
+      // EMFILE and the like repeat at once: pause before the next try rather than spin.
+      // Agents that cannot connect meanwhile are watched through their leases.
+      if (!accept_error_logged_) {
+        accept_error_logged_ = true;
+        spdlog::warn(
+            "presence listener: accept failed ({}); retrying with a pause, agents it cannot "
+            "take meanwhile are watched through their etcd leases (logged once)",
+            ec.message());
+      }
+      retry_timer_.expires_after(pause);
+      co_await retry_timer_.async_wait(kTuple);
+      if (!*alive || stopped_) co_return;
+      pause = std::min(2 * pause, std::chrono::milliseconds(2s));
+      continue;
     }
+    pause = 100ms;
     if (connections_.size() >= limits_.max_connections) {
       refuse(socket, "the presence listener holds its most connections");
       continue;
+    }
+    if (limits_.silence_timeout.count() > 0) {
+      if (Status s = arm_silence_check(socket, limits_.silence_timeout); !s && !arm_error_logged_) {
+        arm_error_logged_ = true;
+        spdlog::warn("{}; a silent agent machine is left to its lease (logged once)", s.message());
+      }
     }
     auto id = next_id_++;
     auto shared = std::make_shared<tcp::socket>(std::move(socket));
@@ -104,26 +122,39 @@ asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tc
       hello.reset();
     }
   }
-  // After the hello the agent sends nothing but its bye: any byte is an orderly close.
-  bool orderly = hello && buffer.size() > n;
+  // After the hello the agent sends beats, then its bye on a deliberate close.
+  bool orderly = hello && holds_bye(std::string_view(buffer).substr(n));
+  std::array<char, 64> chunk{};
   while (hello && !orderly && *alive && !stopped_) {
-    char byte = 0;
-    auto [rec, got] = co_await socket->async_read_some(asio::buffer(&byte, 1), kTuple);
+    auto [rec, got] = co_await socket->async_read_some(asio::buffer(chunk), kTuple);
     if (!*alive || stopped_) co_return;
     if (!rec) {
-      orderly = got > 0;
+      orderly = holds_bye(std::string_view(chunk.data(), got));
       continue;
     }
-    if (peer_closed(rec)) on_gone_(*hello);
+    if (PeerEnd end = judge_read_error(rec); end != PeerEnd::kUnknown) on_gone_(*hello, end);
     break;
   }
   if (!*alive) co_return;
   boost::system::error_code ignored;
   // Closing on purpose (the hello was refused or never complete): a bye, so the agent does
   // not take this for this process's death.
-  if (!hello && !peer_closed(ec)) asio::write(*socket, asio::buffer(kBye), ignored);
+  if (!hello && judge_read_error(ec) != PeerEnd::kClosed) {
+    asio::write(*socket, asio::buffer(kBye), ignored);
+  }
   socket->close(ignored);
   connections_.erase(id);
+}
+
+asio::awaitable<void> PresenceServer::beat_loop() {
+  auto alive = alive_;
+  const auto every = beat_interval(limits_.silence_timeout);
+  for (;;) {
+    beat_timer_.expires_after(every);
+    co_await beat_timer_.async_wait(kTuple);
+    if (!*alive || stopped_) co_return;
+    for (auto& [id, socket] : connections_) send_beat(*socket);
+  }
 }
 
 void PresenceServer::refuse(tcp::socket& socket, const char* why) {
@@ -142,6 +173,8 @@ void PresenceServer::stop() {
   *alive_ = false;
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  retry_timer_.cancel();
+  beat_timer_.cancel();
   for (auto& [id, socket] : connections_) {
     asio::write(*socket, asio::buffer(kBye), ignored);  // this agent exits on purpose
     socket->close(ignored);

@@ -28,6 +28,7 @@
 #include "agent/etcd_coordinator.h"
 #include "agent/etcd_keys.h"
 #include "agent/etcd_presence.h"
+#include "agent/etcd_settings.h"
 #include "agent/presence_wire.h"
 #include "etcd/client.h"
 #include "etcd/watch.h"
@@ -89,7 +90,7 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k, bool with_pr
   ddp::agent::EtcdPresence presence(io, client, keys, run_id, "coordinator");
   std::uint16_t presence_port = 0;
   if (with_presence) {
-    presence.start("127.0.0.1", "127.0.0.1", k);
+    presence.start("127.0.0.1", "127.0.0.1", k, ddp::agent::EtcdSettings{}.presence_timeout);
     presence.coordinate();
     auto claim_value = ddp::agent::decode_claim(presence.claim());
     if (!claim_value.presence) return std::fprintf(stderr, "no presence listener\n"), 1;

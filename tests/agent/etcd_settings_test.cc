@@ -35,6 +35,7 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   CHECK(s->endpoints[1].port == 2380);
   CHECK(s->prefix == "/jobs");
   CHECK(s->lease_ttl == 3s);
+  CHECK(s->presence_timeout == 1500ms);  // half the lease TTL
   CHECK(s->rdzv.config.join_timeout == 7s);
   CHECK(s->rdzv.config.last_call_timeout == 500ms);
   CHECK(s->rdzv.connect_timeout == 4s);
@@ -44,6 +45,13 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   REQUIRE(d);
   CHECK(d->prefix == "/ddprun");
   CHECK(d->lease_ttl == 5s);
+  CHECK(d->presence_timeout == 2500ms);
+  auto p = etcd_settings(etcd_job("e1", {{"presence_timeout", "0.75"}, {"lease_ttl", "9"}}));
+  REQUIRE(p);
+  CHECK(p->presence_timeout == 750ms);
+  auto off = etcd_settings(etcd_job("e1", {{"presence_timeout", "0"}}));
+  REQUIRE(off);
+  CHECK(off->presence_timeout == 0ms);
   CHECK_FALSE(d->tls);
   auto t = etcd_settings(etcd_job(
       "e1", {{"protocol", "https"}, {"cacert", "/ca.pem"}, {"cert", "/c.pem"}, {"key", "/c.key"}}));
@@ -64,6 +72,11 @@ TEST_CASE("etcd settings: bad input names the key and the fix", "[etcd_settings]
   CHECK_THAT(error(etcd_job("a,,b")), Catch::Contains("empty entry"));
   CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "0"}})), Catch::Contains("lease_ttl"));
   CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "1.5"}})), Catch::Contains("whole seconds"));
+  for (const char* bad : {"-1", "0.05", "soon", "1s", "4000"}) {
+    CHECK_THAT(error(etcd_job("a", {{"presence_timeout", bad}})),
+               Catch::Contains("presence_timeout=") && Catch::Contains("0 to turn the check off"));
+  }
+  CHECK_THAT(error(etcd_job("a", {{"colour", "red"}})), Catch::Contains("presence_timeout"));
   CHECK_THAT(error(etcd_job("a", {{"protocol", "ftp"}})), Catch::Contains("http or https"));
   CHECK_THAT(error(etcd_job("a", {{"cert", "/c.pem"}})), Catch::Contains("protocol=https"));
   CHECK_THAT(error(etcd_job("a", {{"protocol", "https"}, {"cert", "/c.pem"}})),

@@ -15,6 +15,7 @@
 #include "agent/presence_link.h"
 #include "agent/presence_server.h"
 #include "agent/presence_wire.h"
+#include "tests/agent/presence_fixture.h"
 
 namespace ddp::agent {
 namespace {
@@ -22,49 +23,7 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace std::chrono_literals;
-
-const std::string kToken = "0123456789abcdef0123456789abcdef";  // 128 bits
-const std::string kOther = "fedcba9876543210fedcba9876543210";
-
-PresenceHello hello_of(std::string node_key, std::int64_t lease, std::string token = kToken) {
-  return {"j", std::move(node_key), lease, std::move(token)};
-}
-
-// A check that accepts every hello (the server's own behaviour, without etcd).
-asio::awaitable<Status> accept_all(const PresenceHello&) { co_return Status::ok(); }
-
-// Runs `io` until `done()` or 5 s passed (a deadline, not a pause).
-template <typename Pred>
-bool run_until(asio::io_context& io, Pred done) {
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    io.restart();
-    io.run_one_for(50ms);
-  }
-  return done();
-}
-
-// Accepts the link's connection on `socket` and reads its hello (up to the end mark).
-std::string accept_hello(asio::io_context& io, tcp::acceptor& acceptor, tcp::socket& socket) {
-  bool in = false, read = false;
-  acceptor.async_accept(socket, [&](boost::system::error_code) { in = true; });
-  REQUIRE(run_until(io, [&] { return in; }));
-  std::string got;
-  asio::async_read_until(socket, asio::dynamic_buffer(got), std::string(kHelloEnd),
-                         [&](boost::system::error_code, std::size_t) { read = true; });
-  REQUIRE(run_until(io, [&] { return read; }));
-  return got;
-}
-
-// Reads until the server closes `socket`; what it sent.
-std::string read_to_close(asio::io_context& io, tcp::socket& socket) {
-  std::string answer;
-  bool answered = false;
-  asio::async_read(socket, asio::dynamic_buffer(answer),
-                   [&](boost::system::error_code, std::size_t) { answered = true; });
-  REQUIRE(run_until(io, [&] { return answered; }));
-  return answer;
-}
+using namespace presence_fixture;
 
 TEST_CASE("a coordinator claim carries its presence endpoint", "[presence]") {
   CoordinatorClaim claim{"10.0.0.1:42", etcd::Endpoint{"10.0.0.1", 5000}};
@@ -134,7 +93,7 @@ TEST_CASE("the server reports a connection closed without bye, not one that said
   asio::io_context io;
   std::vector<std::string> gone;
   PresenceServer server(io, accept_all,
-                        [&](const PresenceHello& h) { gone.push_back(h.node_key); });
+                        [&](const PresenceHello& h, PeerEnd) { gone.push_back(h.node_key); });
   REQUIRE(server.listen("127.0.0.1", {}));
   const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
   {
@@ -176,7 +135,8 @@ TEST_CASE("a hello its check refuses gets a bye and is never reported gone", "[p
     }
     co_return Status::ok();
   };
-  PresenceServer server(io, check, [&](const PresenceHello& h) { gone.push_back(h.node_key); });
+  PresenceServer server(io, check,
+                        [&](const PresenceHello& h, PeerEnd) { gone.push_back(h.node_key); });
   REQUIRE(server.listen("127.0.0.1", {}));
   const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
   {
@@ -203,7 +163,7 @@ TEST_CASE("a connection without a hello by its deadline, or over the cap, gets a
   asio::io_context io;
   std::vector<std::string> gone;
   PresenceServer server(io, accept_all,
-                        [&](const PresenceHello& h) { gone.push_back(h.node_key); });
+                        [&](const PresenceHello& h, PeerEnd) { gone.push_back(h.node_key); });
   PresenceServer::Limits limits;
   limits.max_connections = 2;
   limits.hello_deadline = std::chrono::milliseconds(300);
@@ -240,7 +200,8 @@ TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[pre
   auto hello = encode_hello(hello_of("me", 9));
 
   auto link = PresenceLink::open(
-      io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
+      io.get_executor(), at, hello, {}, [&](PeerEnd) { ++gone; },
+      [&](Status s) { unreachable = s; });
   tcp::socket coordinator(io);
   std::string got = accept_hello(io, acceptor, coordinator);
   CHECK(got == hello);
@@ -249,7 +210,8 @@ TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[pre
   CHECK_FALSE(unreachable);
 
   auto second = PresenceLink::open(
-      io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
+      io.get_executor(), at, hello, {}, [&](PeerEnd) { ++gone; },
+      [&](Status s) { unreachable = s; });
   tcp::socket coordinator2(io);
   std::string got2 = accept_hello(io, acceptor, coordinator2);
   second->close();  // following another coordinator: bye, then close
@@ -263,14 +225,15 @@ TEST_CASE("a link reports its coordinator gone, and says bye when closed", "[pre
   CHECK(gone == 1);  // no callback after close()
 
   auto third = PresenceLink::open(
-      io.get_executor(), at, hello, 2000ms, [&] { ++gone; }, [&](Status s) { unreachable = s; });
+      io.get_executor(), at, hello, {}, [&](PeerEnd) { ++gone; },
+      [&](Status s) { unreachable = s; });
   tcp::socket coordinator3(io);
   accept_hello(io, acceptor, coordinator3);
   asio::write(coordinator3, asio::buffer(kBye));  // the coordinator exits on purpose
   coordinator3.close();
   bool ended = false;
   auto probe = PresenceLink::open(  // a later link, to know the first's read has run
-      io.get_executor(), at, hello, 2000ms, [] {}, [&](Status) { ended = true; });
+      io.get_executor(), at, hello, {}, [](PeerEnd) {}, [&](Status) { ended = true; });
   acceptor.close();
   REQUIRE(run_until(io, [&] { return ended; }));
   CHECK(gone == 1);  // a bye is not a death
@@ -288,7 +251,7 @@ TEST_CASE("a coordinator that cannot be reached is named once", "[presence]") {
   bool gone = false;
   auto link = PresenceLink::open(
       io.get_executor(), etcd::Endpoint{"127.0.0.1", closed_port}, encode_hello(hello_of("me", 9)),
-      2000ms, [&] { gone = true; }, [&](Status s) { unreachable = s; });
+      {}, [&](PeerEnd) { gone = true; }, [&](Status s) { unreachable = s; });
   REQUIRE(run_until(io, [&] { return unreachable.has_value(); }));
   CHECK(unreachable->message().find("cannot connect") != std::string::npos);
   CHECK(unreachable->message().find("127.0.0.1:" + std::to_string(closed_port)) !=
