@@ -26,6 +26,7 @@ EtcdPresence::EtcdPresence(asio::io_context& io, etcd::Client& client, const Etc
       keys_(keys),
       run_id_(std::move(run_id)),
       node_key_(std::move(node_key)),
+      records_(io, client, keys),
       server_(
           io, [this](const PresenceHello& hello) { return check_hello(hello); },
           [this](const PresenceHello& hello, PeerEnd end) { on_agent_gone(hello, end); }) {}
@@ -89,25 +90,12 @@ void EtcdPresence::unfollow() {
   followed_lease_ = 0;
 }
 
-asio::awaitable<Result<PresenceRecord>> EtcdPresence::read_record(std::string node_key) {
-  etcd::Txn read;  // no compare: the success branch, both keys at one revision
-  read.success = {etcd::op_range(keys_.node(node_key)), etcd::op_range(keys_.presence(node_key))};
-  auto r = co_await client_.txn(std::move(read));
-  if (!r) co_return r.status();
-  if (r->ranges.size() != 2)
-    co_return protocol_error("etcd answered a 2-range txn without 2 ranges");
-  PresenceRecord record;
-  if (!r->ranges[0].kvs.empty()) record.node_lease = r->ranges[0].kvs[0].lease;
-  if (!r->ranges[1].kvs.empty()) record.token = r->ranges[1].kvs[0].value;
-  co_return record;
-}
-
 asio::awaitable<Status> EtcdPresence::check_hello(PresenceHello hello) {
   auto alive = alive_;
   if (hello.run_id != run_id_) {
     co_return unauthenticated("it names job '" + hello.run_id + "', this is job '" + run_id_ + "'");
   }
-  auto record = co_await read_record(hello.node_key);
+  auto record = co_await records_.read(hello.node_key);
   if (!*alive || stopped_) co_return Status::ok();
   // Unreadable now: accepted; its close is judged against etcd all the same.
   if (!record) co_return Status::ok();
@@ -138,7 +126,7 @@ void EtcdPresence::on_agent_gone(const PresenceHello& hello, PeerEnd end) {
         // Only the lease that still carries that node's key, and only for the hello of the
         // agent that wrote that node's token: a node that already left (its key gone) or
         // joined again (another lease), or a hello not its own, is not touched.
-        auto record = co_await read_record(hello.node_key);
+        auto record = co_await records_.read(hello.node_key);
         if (!*alive || stopped_) co_return;
         if (!record)
           co_return warn_once("cannot read " + keys_.presence(hello.node_key) + ": " +
@@ -197,6 +185,7 @@ void EtcdPresence::stop() {
   stopped_ = true;
   *alive_ = false;
   server_.stop();
+  records_.stop();
 }
 
 }  // namespace ddp::agent

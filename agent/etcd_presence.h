@@ -35,6 +35,7 @@
 
 #include "agent/etcd_keys.h"
 #include "agent/presence_link.h"
+#include "agent/presence_records.h"
 #include "agent/presence_server.h"
 #include "etcd/client.h"
 
@@ -73,8 +74,6 @@ class EtcdPresence {
 
  private:
   boost::asio::awaitable<Status> check_hello(PresenceHello hello);
-  // P/nodes/<node_key> and P/presence/<node_key>, in one txn.
-  boost::asio::awaitable<Result<PresenceRecord>> read_record(std::string node_key);
   void on_agent_gone(const PresenceHello& hello, PeerEnd end);
   void on_coordinator_gone(std::string node_key, std::int64_t lease, PeerEnd end);
   std::string loss_text(PeerEnd end, const char* whose) const;
@@ -88,6 +87,7 @@ class EtcdPresence {
   std::int64_t lease_ = 0;
   std::chrono::milliseconds silence_timeout_{0};
   std::string token_;  // empty: none drawn
+  PresenceRecords records_;
   PresenceServer server_;
   std::optional<etcd::Endpoint> endpoint_;  // where the others reach this agent's listener
   std::shared_ptr<PresenceLink> link_;
