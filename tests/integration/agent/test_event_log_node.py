@@ -150,6 +150,7 @@ class EventLogTest(SingleNodeBase):
         self.assertEqual(r.returncode, 0, r.stderr.decode())
         self.assertNotIn(b'"event"', r.stderr)
 
+
 class EventLogHangTest(SingleNodeBase):
     def test_the_hang_and_the_failure_name_the_stalled_worker(self):
         r = self.run_ddprun(1, "", extra=["--hang-timeout", "1s", "--event-log", self.log,
