@@ -14,7 +14,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
-import test_etcd  # noqa: E402
+import etcd_case  # noqa: E402
 from procs import wait_for  # noqa: E402
 
 AGENT_GONE = "is gone (its agent's presence connection closed)"
@@ -32,15 +32,10 @@ wait $child
 COORDINATOR_GONE = "is gone (its presence connection closed)"
 
 
-class EtcdPresenceTest(test_etcd.EtcdCase):
+class EtcdPresenceTest(etcd_case.ElasticPairCase):
     # A lease far longer than the recovery asserted: only the presence signal can be this fast.
     LONG = "last_call_timeout=30,join_timeout=20,lease_ttl=10"
     SHORT = "last_call_timeout=30,join_timeout=20,lease_ttl=2"
-
-    start_pair = test_etcd.EtcdElasticTest.start_pair
-    restarted_after = test_etcd.EtcdElasticTest.restarted_after
-    check_survivor = test_etcd.EtcdElasticTest.check_survivor
-    kill_one_of_a_pair = test_etcd.EtcdElasticTest.kill_one_of_a_pair
 
     def test_sigkill_of_either_agent_is_seen_long_before_its_lease_expires(self):
         self.CONF = self.LONG
@@ -146,6 +141,6 @@ class EtcdPresenceTest(test_etcd.EtcdCase):
                          {(1, 0, 0)})
 
 if __name__ == "__main__":
-    test_etcd.DDPRUN = sys.argv[1]
+    etcd_case.DDPRUN = sys.argv[1]
     import testmain  # noqa: E402
     testmain.main([sys.argv[0]] + sys.argv[2:])

@@ -1,5 +1,5 @@
-// The C++ half of the checkpoint interop tests with Python (test_worker_sdk.py). The model is
-// Sequential(Linear(6, 5), BatchNorm1d(5), ReLU(), Linear(5, 2)) with SGD(lr 0.1, momentum
+// The C++ half of the checkpoint interop tests with Python (test_worker_sdk_checkpoint.py). The
+// model is Sequential(Linear(6, 5), BatchNorm1d(5), ReLU(), Linear(5, 2)) with SGD(lr 0.1, momentum
 // 0.9); step k (from 0) trains on linspace(-1, 1, 48).view(8, 6) * (k + 1) to minimise the
 // mean square of the output. Tensors are printed as JSON {name: hex of their bytes}.
 //   interop_probe train-save DIR      3 steps, write DIR/model.pt (state_dict) and DIR/ckpt.pt
