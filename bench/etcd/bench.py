@@ -1,13 +1,21 @@
 """etcd rendezvous: ddprun's etcd backend (v3 API, watches, leases) against torchrun 1.13's own
-etcd-v2 backend, side by side in one run on the same etcd (started with --enable-v2).
+etcd-v2 backend, side by side in one run on the same etcd 3.4 (started with --enable-v2; the
+cut case has its own, with the same flags, in a network namespace).
 
   rendezvous: N agents (1 worker each) started at once -> the last worker started
   recovery:   a 2-node 1:2 job training with Gloo; one node (agent and workers) SIGKILLed ->
               the survivor's worker started again in a world of 1 (ddprun: the dead agent's
-              presence connection closes); the same with the node SIGSTOPped instead (frozen,
-              as a machine that lost power or network: no socket closes, the lease decides)
+              presence connection closes); the same with the node SIGSTOPped instead (frozen:
+              no socket closes, the lease decides)
+  cut:        the same job with etcd and each node in its own network namespace on a bridge
+              (cutoff_net.py); one node cut off the network (its kernel sends nothing any
+              more, as a machine that lost power or its network: no close, no ack, no reset)
+              -> the survivor's worker in a world of 1. Twice: the node cut is not the lead,
+              then it is (ddprun: the coordinating agent's node, started and joined first;
+              torchrun: group rank 0's node, whose worker serves the workers' store). The two
+              launchers alternate each repeat; skipped (a note) without network namespaces.
 
-    /usr/bin/python3 bench/etcd/bench.py BUILD_DIR [--repeats 3]
+    /usr/bin/python3 bench/etcd/bench.py BUILD_DIR [--repeats 3] [--cases rdzv,recovery,cut]
 """
 import argparse
 import glob
