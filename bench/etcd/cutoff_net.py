@@ -26,7 +26,7 @@ import topology  # noqa: E402
 
 Unavailable = topology.Unavailable
 QDISC = "pfifo queue of length 0 on the node's interface (drops all it sends)"
-LINK_DOWN = "ip link set down (partition; no pfifo qdisc in this kernel)"
+LINK_DOWN = "ip link set down (a partition; no tc or no pfifo qdisc here)"
 
 # Answers once etcd's v3 API does, from inside a node (this process is outside the namespaces).
 _PROBE = """
@@ -79,7 +79,7 @@ class Network:
             self._qdisc(0, "add")
             self._qdisc(0, "del")
             return QDISC
-        except subprocess.CalledProcessError:
+        except (OSError, subprocess.CalledProcessError):  # no tc, or no pfifo here
             return LINK_DOWN
 
     def cut(self, node):
