@@ -231,9 +231,10 @@ def main():
         t, d = results[("torchrun",) + key], results[("ddprun",) + key]
         print("| %s | %.2f | %.2f | %.1fx |" % (name, t, d, t / d))
     print("\nmedian of %d; last_call_timeout=%s s for both; ddprun lease_ttl=%d s; one etcd 3.4 "
-          "member on loopback (--enable-v2); agents and workers are real processes; the "
-          "workers' Gloo timeout is 5 s (inf: not recovered within 90 s)"
-          % (args.repeats, LAST_CALL, args.lease_ttl))
+          "member (--enable-v2)%s; agents and workers are real processes; the workers' Gloo "
+          "timeout is 5 s (inf: not recovered within 90 s)"
+          % (args.repeats, LAST_CALL, args.lease_ttl,
+             " on loopback" if cases != ["cut"] else ""))
     if cut_note:
         print(cut_note)
 
