@@ -1,6 +1,7 @@
 # Benchmark worker: marks its start (time, world size, attempt), joins the Gloo group through
 # the agent's store, then all-reduces in a loop. A world of 1 exits 0 once the benchmark has
-# killed the other node (MARK_DIR/killed), else waits to be restarted into the bigger world;
+# killed, frozen or cut off the other node (MARK_DIR/killed), else waits to be restarted into
+# the bigger world;
 # BENCH_ONCE=1 exits at once (rendezvous timing).
 import os
 import time
