@@ -1,5 +1,6 @@
 #include "agent/etcd_settings.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -43,9 +44,10 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
       double seconds = -1;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
       if (ec != std::errc() || end != value.data() + value.size() ||
-          !(seconds == 0 || (seconds >= 0.1 && seconds <= 3600))) {
+          !(seconds == 0 || (seconds >= 0.5 && seconds <= 3600))) {
+        // Below 0.5 s a live machine's delayed acknowledgements could read as silence.
         return invalid_argument("--rdzv-conf presence_timeout=" + value +
-                                " must be seconds from 0.1 to 3600, or 0 to turn the check "
+                                " must be seconds from 0.5 to 3600, or 0 to turn the check "
                                 "off (e.g. presence_timeout=1.5)");
       }
       presence_timeout = std::chrono::milliseconds(std::llround(seconds * 1000));
@@ -70,7 +72,8 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
     }
   }
   s.presence_timeout = presence_timeout.value_or(
-      std::chrono::duration_cast<std::chrono::milliseconds>(s.lease_ttl) / 2);
+      std::max(std::chrono::duration_cast<std::chrono::milliseconds>(s.lease_ttl) / 2,
+               std::chrono::milliseconds(500)));
   if (tls_files && !s.tls) {
     return invalid_argument(
         "--rdzv-conf cacert/cert/key are for TLS; add protocol=https (or drop them)");

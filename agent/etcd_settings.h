@@ -33,7 +33,7 @@ struct EtcdSettings {
 bool is_etcd_backend(const std::string& backend);
 
 // Errors (kInvalidArgument naming the key and the fix): no or bad endpoints, lease_ttl not a
-// whole number of seconds >= 1, presence_timeout neither 0 nor 0.1-3600 seconds, protocol neither
+// whole number of seconds >= 1, presence_timeout neither 0 nor 0.5-3600 seconds, protocol neither
 // http nor https, a TLS file with http, an unknown key.
 Result<EtcdSettings> etcd_settings(const AgentConfig& config);
 

@@ -68,8 +68,7 @@ asio::awaitable<void> PresenceLink::run(Timing timing) {
     if (arm_silence_check(socket_, timing.silence_timeout)) {
       asio::co_spawn(
           socket_.get_executor(),
-          [self, every = beat_interval(timing.silence_timeout)] { return self->beat(every); },
-          asio::detached);
+          [self, timeout = timing.silence_timeout] { return self->beat(timeout); }, asio::detached);
     }
   }
   std::array<char, 64> chunk{};
@@ -77,9 +76,11 @@ asio::awaitable<void> PresenceLink::run(Timing timing) {
     // The coordinator writes beats, or its bye when it closes on purpose.
     auto [ec, n] = co_await socket_.async_read_some(asio::buffer(chunk), kTuple);
     if (closed_) co_return;
-    if (!ec && !holds_bye(std::string_view(chunk.data(), n))) continue;
+    if (!silent_ && !ec && !holds_bye(std::string_view(chunk.data(), n))) continue;
     // Its bye (it exits, or refused the hello), its end lost, or a local failure.
-    const PeerEnd end = ec ? judge_read_error(ec) : PeerEnd::kUnknown;
+    const PeerEnd end = silent_ ? PeerEnd::kUnreachable
+                        : ec    ? judge_read_error(ec)
+                                : PeerEnd::kUnknown;
     if (ec && end == PeerEnd::kUnknown) unreachable("connection failed: " + ec.message());
     closed_ = true;
     timer_.cancel();
@@ -90,13 +91,19 @@ asio::awaitable<void> PresenceLink::run(Timing timing) {
   }
 }
 
-asio::awaitable<void> PresenceLink::beat(std::chrono::milliseconds every) {
+asio::awaitable<void> PresenceLink::beat(std::chrono::milliseconds timeout) {
   auto self = shared_from_this();
+  SilenceWatch watch(timeout);
+  const auto every = beat_interval(timeout);
   while (!closed_) {
     timer_.expires_after(every);
     co_await timer_.async_wait(kTuple);
     if (closed_) co_return;
-    send_beat(socket_);
+    if (watch.tick(socket_, SilenceWatch::Clock::now())) {
+      silent_ = true;
+      boost::system::error_code ignored;
+      co_return socket_.cancel(ignored);  // the read loop reports it
+    }
   }
 }
 

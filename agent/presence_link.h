@@ -2,9 +2,9 @@
 // to the coordinating agent's presence listener, opened with a hello. It reports `on_gone`
 // once, with how the coordinator's end was lost:
 //  - kClosed: it closed (EOF or reset) without a bye: that process is gone;
-//  - kUnreachable (only with a silence timeout): the coordinator's machine stopped
-//    acknowledging the beats this link writes for `silence_timeout` (TCP_USER_TIMEOUT,
-//    presence_tcp.h), or the route to it is gone: powered off or cut off.
+//  - kUnreachable (only with a silence timeout): the coordinator's machine left the beats
+//    this link writes unacknowledged for `silence_timeout` (presence_tcp.h), or the route to
+//    it is gone: powered off or cut off.
 // Bytes from the coordinator are beats, or its bye. A coordinator that cannot be reached (no
 // route, refused, no answer within the connect deadline) is reported to `on_unreachable` once;
 // the link then does nothing more and the coordinator's lease alone decides (the job never
@@ -52,7 +52,7 @@ class PresenceLink : public std::enable_shared_from_this<PresenceLink> {
 
  private:
   boost::asio::awaitable<void> run(Timing timing);
-  boost::asio::awaitable<void> beat(std::chrono::milliseconds every);
+  boost::asio::awaitable<void> beat(std::chrono::milliseconds timeout);
 
   etcd::Endpoint peer_;
   std::string hello_;
@@ -62,6 +62,7 @@ class PresenceLink : public std::enable_shared_from_this<PresenceLink> {
   std::function<void(Status)> on_unreachable_;
   bool connected_ = false;
   bool closed_ = false;
+  bool silent_ = false;  // the silence watch's verdict: the read was cancelled for it
 };
 
 }  // namespace ddp::agent

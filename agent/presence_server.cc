@@ -82,7 +82,7 @@ asio::awaitable<void> PresenceServer::accept_loop() {
     }
     auto id = next_id_++;
     auto shared = std::make_shared<tcp::socket>(std::move(socket));
-    connections_.emplace(id, shared);
+    connections_.emplace(id, Connection{shared, SilenceWatch(limits_.silence_timeout)});
     asio::co_spawn(io_, serve(id, std::move(shared)), asio::detached);
   }
 }
@@ -128,11 +128,14 @@ asio::awaitable<void> PresenceServer::serve(std::uint64_t id, std::shared_ptr<tc
   while (hello && !orderly && *alive && !stopped_) {
     auto [rec, got] = co_await socket->async_read_some(asio::buffer(chunk), kTuple);
     if (!*alive || stopped_) co_return;
-    if (!rec) {
+    auto c = connections_.find(id);
+    const bool silent = c != connections_.end() && c->second.silent;  // the beat timer's verdict
+    if (!rec && !silent) {
       orderly = holds_bye(std::string_view(chunk.data(), got));
       continue;
     }
-    if (PeerEnd end = judge_read_error(rec); end != PeerEnd::kUnknown) on_gone_(*hello, end);
+    const PeerEnd end = silent ? PeerEnd::kUnreachable : judge_read_error(rec);
+    if (end != PeerEnd::kUnknown) on_gone_(*hello, end);
     break;
   }
   if (!*alive) co_return;
@@ -153,7 +156,13 @@ asio::awaitable<void> PresenceServer::beat_loop() {
     beat_timer_.expires_after(every);
     co_await beat_timer_.async_wait(kTuple);
     if (!*alive || stopped_) co_return;
-    for (auto& [id, socket] : connections_) send_beat(*socket);
+    const auto now = SilenceWatch::Clock::now();
+    for (auto& [id, c] : connections_) {
+      if (c.silent || !c.watch.tick(*c.socket, now)) continue;
+      c.silent = true;
+      boost::system::error_code ignored;
+      c.socket->cancel(ignored);  // its serve() reports it
+    }
   }
 }
 
@@ -175,7 +184,8 @@ void PresenceServer::stop() {
   acceptor_.close(ignored);
   retry_timer_.cancel();
   beat_timer_.cancel();
-  for (auto& [id, socket] : connections_) {
+  for (auto& [id, c] : connections_) {
+    auto& socket = c.socket;
     asio::write(*socket, asio::buffer(kBye), ignored);  // this agent exits on purpose
     socket->close(ignored);
   }

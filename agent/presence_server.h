@@ -6,9 +6,9 @@
 // the connection ended:
 //  - kClosed: it closed (EOF or reset) without a bye: the agent's process is gone (SIGKILL,
 //    crash, OOM kill: the kernel closed its socket);
-//  - kUnreachable (only with a silence timeout): the agent's machine stopped acknowledging the
-//    beats this end writes for `silence_timeout` (TCP_USER_TIMEOUT, presence_tcp.h), or lost
-//    its route: powered off or cut off. A frozen agent process is not reported (its kernel
+//  - kUnreachable (only with a silence timeout): the agent's machine left the beats this end
+//    writes unacknowledged for `silence_timeout` (presence_tcp.h), or lost its route:
+//    powered off or cut off. A frozen agent process is not reported (its kernel
 //    still acknowledges): its lease decides.
 // Bytes the agents send after their hello are beats, then a bye on a deliberate close.
 //
@@ -80,7 +80,12 @@ class PresenceServer {
   bool accept_error_logged_ = false;
   bool arm_error_logged_ = false;
   std::uint64_t next_id_ = 0;
-  std::map<std::uint64_t, std::shared_ptr<boost::asio::ip::tcp::socket>> connections_;
+  struct Connection {
+    std::shared_ptr<boost::asio::ip::tcp::socket> socket;
+    SilenceWatch watch;
+    bool silent = false;  // the watch's verdict: its read was cancelled for it
+  };
+  std::map<std::uint64_t, Connection> connections_;
   bool stopped_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for coroutines in flight
 };

@@ -50,3 +50,32 @@ void send_beat(asio::ip::tcp::socket& socket) {
 }
 
 }  // namespace ddp::agent
+
+namespace ddp::agent {
+namespace {
+
+// Segments this end sent that the peer has not acknowledged; none known on failure.
+std::optional<unsigned> unacknowledged(boost::asio::ip::tcp::socket& socket) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) {
+    return std::nullopt;
+  }
+  return info.tcpi_unacked;
+}
+
+}  // namespace
+
+bool SilenceWatch::tick(boost::asio::ip::tcp::socket& socket, Clock::time_point now) {
+  const auto unacked = unacknowledged(socket);
+  if (!unacked || *unacked == 0) {
+    unacked_since_.reset();
+  } else if (unacked_since_ && now - *unacked_since_ >= timeout_) {
+    return true;
+  }
+  send_beat(socket);
+  if (!unacked_since_) unacked_since_ = now;
+  return false;
+}
+
+}  // namespace ddp::agent

@@ -4,14 +4,19 @@
 // A closed socket says its process died (the kernel closed it). A machine that loses power
 // or its network closes nothing: its connections just stop answering. To notice that without
 // mistaking a slow process for a dead one, each end writes a beat byte every `interval` and
-// sets TCP_USER_TIMEOUT: when bytes stay unacknowledged by the peer's *kernel* for `timeout`,
-// the kernel fails the connection (ETIMEDOUT). A frozen, stalled or starved agent process is
-// not noticed (its kernel still acknowledges), by design: its lease decides.
+// judges only the peer's *kernel*: on each tick, before its beat, it asks its own kernel
+// (TCP_INFO) whether bytes it sent are still unacknowledged, and since when it has had
+// unacknowledged bytes; that lasting `timeout` is the verdict. TCP_USER_TIMEOUT, set to the
+// same timeout, is the backstop (the kernel counts it from its first retransmission, which
+// makes it fire about an RTO, ~0.2-0.5 s, later). A frozen, stalled or starved agent process
+// is never judged silent: its kernel still acknowledges. The check is what the beats are for;
+// it rides on their timer rather than polling anything.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
+#include <optional>
 #include <string_view>
 
 #include "common/status.h"
@@ -43,5 +48,19 @@ Status arm_silence_check(boost::asio::ip::tcp::socket& socket, std::chrono::mill
 // Writes one beat if the send buffer takes it now; never blocks, never fails (a dead peer is
 // reported by the read side).
 void send_beat(boost::asio::ip::tcp::socket& socket);
+
+// The silence check of one connection, driven by its end's beat timer.
+class SilenceWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit SilenceWatch(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  // One tick: true when bytes this end sent have stayed unacknowledged for the timeout (the
+  // peer's machine or network is gone); otherwise sends a beat and returns false.
+  bool tick(boost::asio::ip::tcp::socket& socket, Clock::time_point now);
+
+ private:
+  std::chrono::milliseconds timeout_;
+  std::optional<Clock::time_point> unacked_since_;  // the oldest beat still unacknowledged
+};
 
 }  // namespace ddp::agent

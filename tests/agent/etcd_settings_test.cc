@@ -72,7 +72,7 @@ TEST_CASE("etcd settings: bad input names the key and the fix", "[etcd_settings]
   CHECK_THAT(error(etcd_job("a,,b")), Catch::Contains("empty entry"));
   CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "0"}})), Catch::Contains("lease_ttl"));
   CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "1.5"}})), Catch::Contains("whole seconds"));
-  for (const char* bad : {"-1", "0.05", "soon", "1s", "4000"}) {
+  for (const char* bad : {"-1", "0.05", "0.4", "soon", "1s", "4000"}) {
     CHECK_THAT(error(etcd_job("a", {{"presence_timeout", bad}})),
                Catch::Contains("presence_timeout=") && Catch::Contains("0 to turn the check off"));
   }
