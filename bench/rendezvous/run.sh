@@ -29,7 +29,8 @@ port=${ready##*:}
 
 # The daemon's CPU time in ns (every thread's on-CPU time from /proc/PID/task/*/schedstat;
 # /proc/PID/stat counts 10 ms ticks, too coarse for one run): what one run cost the daemon.
-daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
+# (%.0f, not %d: mawk clamps %d at 2^31, i.e. after the daemon's first 2.1 s of CPU.)
+daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {printf "%.0f", s}'; }
 
 # Unauthenticated and authenticated (job secrets, --secret) runs alternate, side by side, in
 # each flow; the flows alternate too.
