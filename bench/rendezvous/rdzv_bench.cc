@@ -3,31 +3,39 @@
 // raw native-protocol connections on one Asio io_context (one thread), so the daemon sees K
 // real TCP connections while the client side stays cheap.
 //
-// Phases (each timed from the first byte sent to the last expected push received):
-//   connect   K TCP connections opened (not part of the rendezvous; reported apart)
-//   handshake --secret only: every agent sends AUTH_HELLO -> every agent has its CHALLENGE
-//             (0 without a secret; reported apart)
-//   join      every agent sends JOIN (min = max = K) -> every agent has RoundComplete
+// The rendezvous (timed from the first connect issued to the last agent's RoundComplete, JOIN
+// min = max = K), in one of two flows:
+//   pipelined (default)  each agent goes on by itself, as a real agent does: RdzvClient::join()
+//             runs from the agent's own connect callback and sends the JOIN (plain) or
+//             AUTH_HELLO (--secret) at once, then, with a secret, the signed JOIN as soon as
+//             its own CHALLENGE arrives (rendezvous/rdzv_client.cc). No agent waits for
+//             another, so the connects, handshakes and JOINs of different agents overlap. This
+//             is the flow the rendezvous figure measures because it is what real agents do,
+//             not because it is faster.
+//   --phased  barriers, for a per-phase breakdown: all K connect; (--secret) every agent sends
+//             AUTH_HELLO, wait for every CHALLENGE; every agent sends JOIN, wait for every
+//             RoundComplete. Each phase is timed from its first byte sent to its last reply.
+// Then, in both flows:
 //   stop      agent 0 reports a worker failure -> every agent has StopWorkers
 //   finish    every agent reports WORKERS_STOPPED -> every agent has JobFinished
 // The assignments are checked: group ranks are a permutation of 0..K-1, rank offsets sum the
 // local world sizes, every agent names the same store address, every JobFinished the same
-// exit code. Prints one JSON object on stdout (phase times, and this process's own CPU time);
+// exit code. Prints one JSON object on stdout (times, and this process's own CPU time);
 // exits 1 on a wrong result or a timeout.
-// --hold N: between join and stop, the job stays running with K nodes for N seconds.
-// --secret S: every agent authenticates as ddprun's agents do (job secrets). A real agent sends
-// AUTH_HELLO as soon as its connection is up (its JOIN is ready then: NativeBackend calls
-// join() from the connect callback) and its JOIN on the CHALLENGE, so here the handshake is
-// the connection's set-up and the join phase is the same exchange in both modes: the JOIN, now
-// a signed AUTH_FRAME carrying the X25519 key wrap (every agent's CHALLENGE says the job is
-// not keyed yet, since all connect before the job exists), then every later request signed.
-// Client crypto: rendezvous/auth/key_wrap.h keeps one X25519 pair and one shared secret per
-// daemon per process, so a process's first wrap costs two scalar multiplications (~0.1 ms) and
-// every other one an HMAC. Each real agent is its own process and pays that first wrap once,
-// on its own host, all agents in parallel; the simulated agents here share one process and its
-// cache (as they share this one thread), so the 0.1 ms shows once, not per agent. The columns
-// connect, handshake and total (connect + handshake + join) and both sides' CPU show the full
-// price of a secret beside the join phase (docs/security.md, "Cost").
+// --hold N: between the rendezvous and stop, the job stays running with K nodes for N seconds.
+// --secret S: every agent authenticates as ddprun's agents do (job secrets): it derives the job
+// key (one HMAC, as RdzvClient::join() does per connection), sends AUTH_HELLO, and on its
+// CHALLENGE a JOIN inside a signed AUTH_FRAME carrying the X25519 key wrap when the challenge
+// says the job is not keyed yet (every CHALLENGE that reaches the daemon before the job's first
+// JOIN does), then every later request signed.
+// Client crypto: every simulated agent derives its own job key, wraps the key for its own
+// challenge and MACs its own frames. What is shared is what one real agent process caches once:
+// rendezvous/auth/key_wrap.h keeps one X25519 pair and one shared secret per daemon per
+// process, so a process's first wrap costs two scalar multiplications (~0.1 ms) and every other
+// one an HMAC. Each real agent is its own process and pays that first wrap once, on its own
+// host, all agents in parallel; the simulated agents here share one process and its cache (as
+// they share this one thread), so the 0.1 ms shows once, not per agent (docs/security.md,
+// "Cost").
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -58,12 +66,28 @@ namespace auth = ddp::rendezvous::auth;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
+// JOIN of simulated agent i of k: min = max = k, a node name and address of its own.
+m::JoinRequest join_request(const std::string& run_id, std::size_t k, std::size_t i) {
+  m::JoinRequest r;
+  r.run_id = run_id;
+  r.config.min_nodes = r.config.max_nodes = static_cast<std::uint32_t>(k);
+  // Generous: this process cannot heartbeat while it is busy sending JOINs.
+  r.config.keep_alive_interval = std::chrono::seconds(30);
+  r.node = {"agent-" + std::to_string(i),
+            "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250), 29500,
+            static_cast<std::uint32_t>(1 + i % 8)};
+  return r;
+}
+
 struct Agent {
-  explicit Agent(asio::io_context& io) : socket(io) {}
+  Agent(asio::io_context& io, std::size_t i) : socket(io), index(i) {}
   tcp::socket socket;
+  std::size_t index;
+  bool connected = false;
   std::string in;
   std::vector<char> buffer = std::vector<char>(2048);
   std::deque<std::string> out;  // every write of this agent (kept until the run ends)
+  auth::Key key{};              // --secret: the job key, derived by this agent at AUTH_HELLO
   std::optional<rdzv::ChallengeMessage> challenge;  // --secret: the handshake's answer
   std::uint64_t counter = 0;
   std::optional<m::RoundComplete> round;
@@ -73,28 +97,44 @@ struct Agent {
 
 class Bench {
  public:
-  Bench(asio::io_context& io, std::size_t k, std::optional<std::string> secret, std::string run_id)
-      : io_(io), secret_(std::move(secret)), run_id_(std::move(run_id)) {
-    if (secret_) key_ = auth::job_key(*secret_, run_id_);
-    for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io));
+  // `pipelined`: each agent starts its join from its own connect completion and sends its
+  // signed JOIN from its own CHALLENGE (the real agent's flow); otherwise the caller drives
+  // barrier phases (phase()).
+  Bench(asio::io_context& io, std::size_t k, std::optional<std::string> secret, std::string run_id,
+        bool pipelined)
+      : io_(io), secret_(std::move(secret)), run_id_(std::move(run_id)), pipelined_(pipelined) {
+    for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io, i));
   }
 
-  bool connect(const tcp::endpoint& endpoint, std::chrono::seconds limit) {
-    std::size_t connected = 0;
-    bool failed = false;
+  // Issues the K connects; each completion starts reading (and, pipelined, the agent's join).
+  void open(const tcp::endpoint& endpoint) {
     for (auto& a : agents_) {
-      a->socket.async_connect(endpoint, [&, agent = a.get()](boost::system::error_code ec) {
+      a->socket.async_connect(endpoint, [this, agent = a.get()](boost::system::error_code ec) {
         if (ec) {
           std::cerr << "connect failed: " << ec.message() << "\n";
-          failed = true;
+          connect_failed_ = true;
           return;
         }
         agent->socket.set_option(tcp::no_delay(true));
-        ++connected;
+        agent->connected = true;
+        if (++connected_ == agents_.size()) all_connected_ = Clock::now();
         read(*agent);
+        if (pipelined_) send(*agent, secret_ ? hello(*agent) : join(*agent));
       });
     }
-    return run_until([&] { return connected == agents_.size() || failed; }, limit) && !failed;
+  }
+  bool connect_failed() const { return connect_failed_; }
+
+  // Runs until `done` holds for every agent; false on a timeout or a protocol error.
+  template <typename Done>
+  bool wait_all(Done done, std::chrono::seconds limit) {
+    auto all = [&] {
+      for (; checked_ < agents_.size() && done(*agents_[checked_]); ++checked_) {
+      }
+      return checked_ == agents_.size();
+    };
+    checked_ = 0;
+    return run_until(all, limit);
   }
 
   // Sends `bytes(i)` from every agent i, then runs until `done` holds for every agent.
@@ -106,21 +146,28 @@ class Bench {
       std::string b = bytes(i);
       if (!b.empty()) send(*agents_[i], std::move(b));
     }
-    auto all = [&] {
-      for (; checked_ < agents_.size() && done(*agents_[checked_]); ++checked_) {
-      }
-      return checked_ == agents_.size();
-    };
-    checked_ = 0;
-    if (!run_until(all, limit)) return std::nullopt;
+    if (!wait_all(done, limit)) return std::nullopt;
     return Clock::now() - t0;
   }
 
   const std::vector<std::unique_ptr<Agent>>& agents() const { return agents_; }
   Agent& agent(std::size_t i) { return *agents_[i]; }
-
   bool secret() const { return secret_.has_value(); }
-  std::string hello() const { return rdzv::encode_auth_hello(run_id_); }
+  Clock::time_point all_connected() const { return all_connected_; }
+  Clock::time_point all_challenged() const { return all_challenged_; }
+
+  // --secret: what agent `a` sends first, as RdzvClient::join() does: the job key is derived
+  // (kept in `a`), then AUTH_HELLO.
+  std::string hello(Agent& a) {
+    a.key = auth::job_key(*secret_, run_id_);
+    return rdzv::encode_auth_hello(run_id_);
+  }
+
+  // Agent `a`'s JOIN: as is, or (--secret, after its CHALLENGE) signed, with the key wrap when
+  // the CHALLENGE said the job is not keyed yet.
+  std::string join(Agent& a) {
+    return outgoing(a, m::encode_request(join_request(run_id_, agents_.size(), a.index)), true);
+  }
 
   // What agent `a` sends for native request `bytes`: as is, or (--secret, after its handshake)
   // signed; a JOIN carries the key wrap when the CHALLENGE said the job is not keyed yet.
@@ -128,7 +175,7 @@ class Bench {
     if (!secret_) return bytes;
     std::optional<auth::KeyWrap> wrap;
     if (is_join && !a.challenge->job_keyed) {
-      auto w = auth::wrap_job_key(key_, a.challenge->daemon_public, a.challenge->challenge);
+      auto w = auth::wrap_job_key(a.key, a.challenge->daemon_public, a.challenge->challenge);
       if (!w) {
         std::cerr << "key wrap failed: " << w.status().message() << "\n";
         protocol_error_ = true;
@@ -148,7 +195,7 @@ class Bench {
   bool run_until(Pred pred, std::chrono::seconds limit) {
     const auto deadline = Clock::now() + limit;
     while (!pred()) {
-      if (Clock::now() >= deadline || protocol_error_) return false;
+      if (Clock::now() >= deadline || protocol_error_ || connect_failed_) return false;
       io_.run_one_for(std::chrono::milliseconds(50));
     }
     return true;
@@ -157,11 +204,12 @@ class Bench {
   std::string sign(Agent& a, std::string_view request, const std::optional<auth::KeyWrap>& wrap) {
     const std::string covered = rdzv::auth_covered(wrap, request);
     const auth::Mac mac =
-        auth::frame_mac(key_, a.challenge->challenge, a.counter, run_id_, covered);
+        auth::frame_mac(a.key, a.challenge->challenge, a.counter, run_id_, covered);
     return rdzv::encode_auth_frame(a.counter++, mac, covered);
   }
 
   void send(Agent& a, std::string bytes) {
+    if (bytes.empty()) return;          // outgoing() failed and flagged the protocol error
     a.out.push_back(std::move(bytes));  // stable until the run ends: writes never overlap it
     asio::async_write(a.socket, asio::buffer(a.out.back()),
                       [](boost::system::error_code ec, std::size_t) {
@@ -169,10 +217,16 @@ class Bench {
                       });
   }
 
+  void on_challenge(Agent& a, const rdzv::ChallengeMessage& c) {
+    a.challenge = c;
+    if (++challenged_ == agents_.size()) all_challenged_ = Clock::now();
+    if (pipelined_) send(a, join(a));
+  }
+
   void read(Agent& a) {
     a.socket.async_read_some(
         asio::buffer(a.buffer), [this, &a](boost::system::error_code ec, std::size_t n) {
-          if (ec) return;  // the daemon closed: the phase times out and reports it
+          if (ec) return;  // the daemon closed: the wait times out and reports it
           a.in.append(a.buffer.data(), n);
           std::size_t used = 0;
           for (;;) {
@@ -181,7 +235,7 @@ class Bench {
               auto c = rdzv::parse_challenge(rest);
               if (c.state != rdzv::ParseState::kComplete) break;
               used += c.consumed;
-              a.challenge = c.value;
+              on_challenge(a, c.value);
               continue;
             }
             auto d = m::decode_push(std::string_view(a.in).substr(used));
@@ -208,10 +262,15 @@ class Bench {
   asio::io_context& io_;
   std::vector<std::unique_ptr<Agent>> agents_;
   std::size_t checked_ = 0;
+  std::size_t connected_ = 0;
+  std::size_t challenged_ = 0;
+  Clock::time_point all_connected_{};
+  Clock::time_point all_challenged_{};
+  bool connect_failed_ = false;
   bool protocol_error_ = false;
   std::optional<std::string> secret_;
   std::string run_id_;
-  auth::Key key_{};
+  bool pipelined_;
 };
 
 void raise_open_file_limit() {
@@ -265,6 +324,10 @@ int main(int argc, char** argv) {
   app.add_option("--run-id", run_id);
   std::string secret;
   app.add_option("--secret", secret, "Authenticate every agent with this job secret");
+  bool phased = false;
+  app.add_flag("--phased", phased,
+               "Barrier phases (all connect, all handshake, all JOIN) instead of each agent "
+               "going on by itself; for the per-phase breakdown");
   unsigned hold_s = 0;
   app.add_option("--hold", hold_s,
                  "After the round completes, keep the job running this many seconds (< 30)")
@@ -273,39 +336,52 @@ int main(int argc, char** argv) {
   raise_open_file_limit();
 
   asio::io_context io(1);
-  Bench bench(io, k, secret.empty() ? std::nullopt : std::optional<std::string>(secret), run_id);
+  Bench bench(io, k, secret.empty() ? std::nullopt : std::optional<std::string>(secret), run_id,
+              !phased);
+  std::uint64_t world = 0;
+  for (std::size_t i = 0; i < k; ++i) world += join_request(run_id, k, i).node.local_world_size;
   const tcp::endpoint endpoint(asio::ip::make_address(host), port);
   const auto limit = std::chrono::seconds(60);
-  const auto c0 = Clock::now();
-  if (!bench.connect(endpoint, limit)) {
-    std::cerr << "could not open " << k << " connections; raise ulimit -n\n";
-    return 1;
-  }
-  const std::chrono::duration<double> connect_time = Clock::now() - c0;
-  std::chrono::duration<double> handshake_time{0};
-  if (bench.secret()) {
-    auto hs = bench.phase([&](std::size_t) { return bench.hello(); },
-                          [](const Agent& a) { return a.challenge.has_value(); }, limit);
-    if (!hs) return std::cerr << "handshake phase timed out\n", 1;
-    handshake_time = *hs;
-  }
+  auto assigned = [](const Agent& a) { return a.round.has_value(); };
+  auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  nlohmann::json out = {{"agents", k},
+                        {"auth", !secret.empty()},
+                        {"flow", phased ? "phased" : "pipelined"},
+                        {"world_size", world}};
 
-  std::uint64_t world = 0;
-  auto join = bench.phase(
-      [&](std::size_t i) {
-        m::JoinRequest r;
-        r.run_id = run_id;
-        r.config.min_nodes = r.config.max_nodes = static_cast<std::uint32_t>(k);
-        // Generous: this process cannot heartbeat while it is busy sending JOINs.
-        r.config.keep_alive_interval = std::chrono::seconds(30);
-        r.node = {"agent-" + std::to_string(i),
-                  "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250), 29500,
-                  static_cast<std::uint32_t>(1 + i % 8)};
-        world += r.node.local_world_size;
-        return bench.outgoing(bench.agent(i), m::encode_request(r), true);
-      },
-      [](const Agent& a) { return a.round.has_value(); }, limit);
-  if (!join) return std::cerr << "join phase timed out\n", 1;
+  const auto c0 = Clock::now();
+  bench.open(endpoint);
+  if (phased) {
+    if (!bench.wait_all([](const Agent& a) { return a.connected; }, limit) ||
+        bench.connect_failed()) {
+      std::cerr << "could not open " << k << " connections; raise ulimit -n\n";
+      return 1;
+    }
+    out["connect_s"] = seconds(bench.all_connected() - c0);
+    std::chrono::duration<double> handshake{0};
+    if (bench.secret()) {
+      auto hs = bench.phase([&](std::size_t i) { return bench.hello(bench.agent(i)); },
+                            [](const Agent& a) { return a.challenge.has_value(); }, limit);
+      if (!hs) return std::cerr << "handshake phase timed out\n", 1;
+      handshake = *hs;
+    }
+    out["handshake_s"] = handshake.count();
+    auto join =
+        bench.phase([&](std::size_t i) { return bench.join(bench.agent(i)); }, assigned, limit);
+    if (!join) return std::cerr << "join phase timed out\n", 1;
+    out["join_s"] = join->count();
+  } else if (!bench.wait_all(assigned, limit)) {
+    if (bench.connect_failed()) {
+      std::cerr << "could not open " << k << " connections; raise ulimit -n\n";
+    } else {
+      std::cerr << "rendezvous failed (see above) or timed out\n";
+    }
+    return 1;
+  } else {
+    out["connect_s"] = seconds(bench.all_connected() - c0);
+    if (bench.secret()) out["challenge_s"] = seconds(bench.all_challenged() - c0);
+  }
+  out["rendezvous_s"] = seconds(Clock::now() - c0);
   if (auto bad = check_assignments(bench, world); !bad.empty()) {
     std::cerr << "wrong assignment: " << bad << "\n";
     return 1;
@@ -335,15 +411,9 @@ int main(int argc, char** argv) {
     if (a->finished->exit_code != 3) return std::cerr << "exit codes differ\n", 1;
   }
 
-  nlohmann::json out = {{"agents", k},
-                        {"auth", !secret.empty()},
-                        {"world_size", world},
-                        {"connect_s", connect_time.count()},
-                        {"handshake_s", handshake_time.count()},
-                        {"join_s", join->count()},
-                        {"stop_s", stop->count()},
-                        {"finish_s", finish->count()},
-                        {"bench_cpu_s", own_cpu_seconds()}};
+  out["stop_s"] = stop->count();
+  out["finish_s"] = finish->count();
+  out["bench_cpu_s"] = own_cpu_seconds();
   std::cout << out.dump() << std::endl;
   return 0;
 }

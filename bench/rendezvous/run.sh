@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Rendezvous benchmark: K simulated agents join one job on a real ddp-rendezvous daemon
 # (bench/rendezvous/rdzv_bench.cc), then one agent reports a failure and every agent must
-# receive StopWorkers (cross-node teardown), then JobFinished. Prints a markdown table with
-# the median of REPEAT runs per K.
+# receive StopWorkers (cross-node teardown), then JobFinished. Each K runs in both flows of
+# rdzv_bench: pipelined (each simulated agent goes on by itself, as a real agent does: the
+# rendezvous figure) and --phased (barriers between connect, handshake and join: the per-phase
+# breakdown). Prints markdown tables with the median of REPEAT runs per K, flow and mode, and the
+# secret / plain ratios (bench/rendezvous/table.py).
 #
 # usage: bench/rendezvous/run.sh [BUILD_DIR]   (default: build); env AGENTS="100 1000 4000",
 #        REPEAT=3
@@ -26,24 +29,29 @@ port=${ready##*:}
 
 # The daemon's CPU time in ns (every thread's on-CPU time from /proc/PID/task/*/schedstat;
 # /proc/PID/stat counts 10 ms ticks, too coarse for one run): what one run cost the daemon.
-daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
+# (%.0f, not %d: mawk clamps %d at 2^31, i.e. after the daemon's first 2.1 s of CPU.)
+daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {printf "%.0f", s}'; }
 
-# Unauthenticated and authenticated (job secrets, --secret) runs alternate, side by side.
+# Unauthenticated and authenticated (job secrets, --secret) runs alternate, side by side, in
+# each flow; the flows alternate too.
 results=()
 for k in $AGENTS; do
   for ((i = 0; i < REPEAT; i++)); do
-    for mode in plain auth; do
-      args=()
-      [[ $mode == auth ]] && args=(--secret "bench-secret-$k-$i-0123456789abcdef")
-      before=$(daemon_ns)
-      line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$mode-$k-$i" "${args[@]}")
-      after=$(daemon_ns)
-      results+=("${line%\}},\"daemon_cpu_s\":$(awk -v t=$((after - before)) 'BEGIN{print t / 1e9}')}")
+    for flow in pipelined phased; do
+      for mode in plain auth; do
+        args=()
+        [[ $flow == phased ]] && args+=(--phased)
+        [[ $mode == auth ]] && args+=(--secret "bench-secret-$k-$i-0123456789abcdef")
+        before=$(daemon_ns)
+        line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$flow-$mode-$k-$i" "${args[@]}")
+        after=$(daemon_ns)
+        results+=("${line%\}},\"daemon_cpu_s\":$(awk -v t=$((after - before)) 'BEGIN{print t / 1e9}')}")
+      done
     done
   done
 done
 
 printf '%s\n' "${results[@]}" | /usr/bin/python3 "$(dirname "$0")/table.py"
 echo
-echo "median of $REPEAT runs; daemon and all K clients share this machine ($(nproc) cores)."
+echo "median of $REPEAT runs per K, flow and mode; daemon and all K clients share this machine ($(nproc) cores)."
 echo "reference: torchrun c10d rendezvous, 4000 hosts: 10 s after PyTorch PR #124982 (373 s before)."
