@@ -34,7 +34,7 @@ rendezvous::ServerOptions NodeServers::daemon_base() const {
   rendezvous::ServerOptions options = server_base();
   // The hosted daemon knows its own job's key from the start: no trust on first use.
   if (rdzv_.secret) {
-    options.auth.pinned.emplace_back(run_id_, rendezvous::auth::job_key(*rdzv_.secret, run_id_));
+    options.auth.pinned.push_back({run_id_, rendezvous::auth::job_key(*rdzv_.secret, run_id_)});
   }
   return options;
 }

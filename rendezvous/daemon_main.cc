@@ -52,7 +52,14 @@ int main(int argc, char** argv) {
                  "allowed from anywhere (default: TCPStore operations from anywhere)");
   app.add_flag("--require-secret", options.server.auth.require_secret,
                "Refuse jobs without a secret (docs/security.md, \"Job secrets\")");
+  double open_window_s = 10;
+  app.add_option("--open-window", open_window_s,
+                 "Seconds an agent's clock may be off from this daemon's for its authenticated "
+                 "open to skip the challenge round trip (0: always challenge; docs/security.md)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  options.server.auth.open_rules.window_ms = static_cast<std::int64_t>(open_window_s * 1000);
   auto limits = ddp::rendezvous::connection_limits_from_flags(connection);
   if (!limits) {
     std::cerr << "ddp-rendezvous: " << limits.status().message() << '\n';

@@ -15,7 +15,9 @@ Frame Framer::next(std::string_view input) {
   }
   const auto type = static_cast<std::uint8_t>(input.front());
   if (!rendezvous::membership::is_native_request_type(type)) return next_store(input);
-  if (type == kAuthHelloType || type == kAuthFrameType) return next_auth(type, input);
+  if (type == kAuthHelloType || type == kAuthOpenType || type == kAuthFrameType) {
+    return next_auth(type, input);
+  }
   auto decoded = rendezvous::membership::decode_request(input, wire_);
   switch (decoded.state) {
     case rendezvous::membership::DecodeState::kIncomplete:
@@ -53,6 +55,21 @@ Frame Framer::next_auth(std::uint8_t type, std::string_view input) {
     }
     return frame;
   }
+  if (type == kAuthOpenType) {
+    auto open = parse_auth_open(input, limits);
+    if (open.state == ParseState::kIncomplete) {
+      frame.needed = open.needed;
+    } else if (open.state == ParseState::kError) {
+      frame.kind = FrameKind::kError;
+      frame.error = "malformed rendezvous request: " + open.error;
+    } else {
+      native_mode_ = true;
+      frame.kind = FrameKind::kAuthOpen;
+      frame.consumed = open.consumed;
+      frame.open = std::move(open.value);
+    }
+    return frame;
+  }
   auto parsed = parse_auth_frame(input, limits);
   if (parsed.state == ParseState::kIncomplete) {
     frame.needed = parsed.needed;
@@ -66,7 +83,8 @@ Frame Framer::next_auth(std::uint8_t type, std::string_view input) {
   // The inner request must be exactly one plain native request (no nesting).
   const std::string_view inner = parsed.value.request();
   const auto inner_type = static_cast<std::uint8_t>(inner.front());
-  auto decoded = inner_type == kAuthHelloType || inner_type == kAuthFrameType
+  auto decoded = inner_type == kAuthHelloType || inner_type == kAuthOpenType ||
+                         inner_type == kAuthFrameType
                      ? rendezvous::membership::Decoded<rendezvous::membership::Request>{}
                      : rendezvous::membership::decode_request(inner, wire_);
   if (decoded.state != rendezvous::membership::DecodeState::kComplete ||

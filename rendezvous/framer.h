@@ -37,9 +37,9 @@ inline constexpr std::uint8_t kStoreReplyType = 0x95;
 // Appends `u8 0x95 | u64 n | reply` to `out`.
 void put_store_reply(std::string& out, std::string_view reply);
 
-// kAuthHello / kAuthFrame: the job-secret messages (protocol.h). A kAuthFrame carries its
-// decoded inner request in `native` and the frame itself in `auth`.
-enum class FrameKind { kIncomplete, kError, kStore, kNative, kAuthHello, kAuthFrame };
+// kAuthHello / kAuthOpen / kAuthFrame: the job-secret messages (protocol.h). A kAuthFrame
+// carries its decoded inner request in `native` and the frame itself in `auth`.
+enum class FrameKind { kIncomplete, kError, kStore, kNative, kAuthHello, kAuthOpen, kAuthFrame };
 
 struct Frame {
   FrameKind kind = FrameKind::kIncomplete;
@@ -49,6 +49,7 @@ struct Frame {
   Request store;             // kStore (VALIDATE included, see validate_only)
   rendezvous::membership::Request native;  // kNative, kAuthFrame (the inner request)
   std::string hello_run_id;                // kAuthHello
+  AuthOpen open;                           // kAuthOpen
   AuthFrame auth;                          // kAuthFrame
 };
 

@@ -42,10 +42,18 @@ class NativePeer {
   virtual void push(std::string_view bytes) = 0;
 };
 
+struct PinnedKey {
+  std::string run_id;
+  auth::Key key{};
+  // Drawn for this daemon's job by the ddprun that runs it (auth::Gate::pin).
+  bool fresh = false;
+};
+
 struct AuthOptions {
   bool require_secret = false;  // refuse jobs without a secret (ddp-rendezvous --require-secret)
   // Jobs whose key this daemon knows from the start (the embedded daemon of a ddprun host).
-  std::vector<std::pair<std::string, auth::Key>> pinned;
+  std::vector<PinnedKey> pinned;
+  auth::OpenRules open_rules;  // when AUTH_OPEN may skip the challenge (auth/open_guard.h)
 };
 
 class NativeHub {
@@ -63,6 +71,9 @@ class NativeHub {
   void handle(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
   // AUTH_HELLO from `id`: binds the connection to `run_id` and pushes its CHALLENGE.
   void hello(rendezvous::membership::NodeId id, const std::string& run_id);
+  // AUTH_OPEN from `id`: binds the connection to its run id; pushes nothing when the gate lets
+  // it go on without a challenge, else a CHALLENGE (and its next frame is dropped unread).
+  void open(rendezvous::membership::NodeId id, const AuthOpen& open);
   // One AUTH_FRAME from `id` and its decoded inner request: handled as handle() does once the
   // gate accepts it, else an ErrorEvent kUnauthenticated and nothing else.
   void handle_auth(rendezvous::membership::NodeId id, const AuthFrame& frame,
@@ -87,6 +98,10 @@ class NativeHub {
  private:
   void deliver(const rendezvous::membership::Events& events);
   void refuse(rendezvous::membership::NodeId id, const Status& why);
+  // The start of AUTH_HELLO and AUTH_OPEN: the connection's auth state for `run_id`, or null
+  // after refusing (unknown peer, a second open, no key pair).
+  auth::ConnectionAuth* bind(rendezvous::membership::NodeId id, const std::string& run_id);
+  void send_challenge(rendezvous::membership::NodeId id, auth::ConnectionAuth& conn);
   void dispatch(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
   void rearm();
   void on_timer();

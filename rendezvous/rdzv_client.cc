@@ -99,7 +99,7 @@ void RdzvClient::join(rendezvous::membership::JoinRequest request,
     run_id_ = request.run_id;
     job_key_ = auth::job_key(*secret_, run_id_);
     held_join_ = std::move(request);
-    send(encode_auth_hello(run_id_));
+    open_signed();
     return;
   }
   send(rendezvous::membership::encode_request(request));
@@ -107,6 +107,33 @@ void RdzvClient::join(rendezvous::membership::JoinRequest request,
 }
 
 void RdzvClient::use_secret(std::string secret) { secret_ = std::move(secret); }
+
+void RdzvClient::open_signed() {
+  auto nonce = auth::random_bytes32();
+  if (!nonce) {  // never in practice; the challenged way needs no nonce of ours
+    handshake_ = Handshake::kHello;
+    send(encode_auth_hello(run_id_));
+    return;
+  }
+  AuthOpen open;
+  open.run_id = run_id_;
+  open.nonce = *nonce;
+  open.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  challenge_ = auth::open_challenge(open.nonce, open.unix_ms);
+  const std::string covered =
+      auth_covered(std::nullopt, rendezvous::membership::encode_request(*held_join_));
+  const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
+  handshake_ = Handshake::kOpening;
+  send(encode_auth_open(open) + encode_auth_frame(counter_++, mac, covered));
+}
+
+void RdzvClient::opened() {
+  handshake_ = Handshake::kReady;
+  held_join_.reset();
+  joined_sent();
+}
 
 void RdzvClient::joined_sent() {
   join_sent_ = true;
@@ -116,11 +143,14 @@ void RdzvClient::joined_sent() {
 }
 
 void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
-  if (!held_join_ || challenge_) {
+  if (!held_join_ || (handshake_ != Handshake::kHello && handshake_ != Handshake::kOpening)) {
     end(protocol_error("the rendezvous daemon at " + peer_ + " sent an unexpected CHALLENGE"));
     return;
   }
+  // The daemon did not take the open as it was (or this is the AUTH_HELLO way): the JOIN goes
+  // again as frame 0 under the daemon's challenge; the optimistic one was dropped unread.
   challenge_ = challenge.challenge;
+  counter_ = 0;
   std::optional<auth::KeyWrap> wrap;
   if (!challenge.job_keyed) {
     // The daemon does not know this job yet: register its key (trust on first use).
@@ -133,10 +163,9 @@ void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
   }
   const std::string covered =
       auth_covered(wrap, rendezvous::membership::encode_request(*held_join_));
-  held_join_.reset();
   const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
   send(encode_auth_frame(counter_++, mac, covered));
-  joined_sent();
+  opened();
 }
 
 void RdzvClient::send_native(const rendezvous::membership::Request& request) {
@@ -145,7 +174,9 @@ void RdzvClient::send_native(const rendezvous::membership::Request& request) {
     send(std::move(bytes));
     return;
   }
-  if (!challenge_) return;  // nothing to say before JOIN (the daemon would refuse it)
+  // Nothing to say before the JOIN is settled: the daemon would refuse it (or, while an open
+  // may still be answered with a CHALLENGE, drop it).
+  if (handshake_ != Handshake::kReady) return;
   const std::string covered = auth_covered(std::nullopt, bytes);
   const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
   send(encode_auth_frame(counter_++, mac, covered));

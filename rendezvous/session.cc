@@ -156,6 +156,7 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
         handle_native(std::move(frame.native));
         break;
       case FrameKind::kAuthHello:
+      case FrameKind::kAuthOpen:
       case FrameKind::kAuthFrame:
         used += frame.consumed;
         handle_auth(frame);
@@ -220,6 +221,8 @@ void Session::handle_auth(Frame& frame) {
   if (!become_native()) return;
   if (frame.kind == FrameKind::kAuthHello) {
     ctx_->native.hello(*node_id_, frame.hello_run_id);
+  } else if (frame.kind == FrameKind::kAuthOpen) {
+    ctx_->native.open(*node_id_, frame.open);
   } else {
     ++ctx_->native_requests;
     ctx_->native.handle_auth(*node_id_, frame.auth, std::move(frame.native));

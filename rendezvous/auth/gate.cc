@@ -2,7 +2,9 @@
 
 namespace ddp::rendezvous::auth {
 
-void Gate::pin(std::string run_id, const Key& key) { keys_[std::move(run_id)] = Entry{key, true}; }
+void Gate::pin(std::string run_id, const Key& key, bool fresh) {
+  keys_[std::move(run_id)] = Entry{key, true, fresh};
+}
 
 bool Gate::keyed(std::string_view run_id) const {
   return keys_.find(std::string(run_id)) != keys_.end();
@@ -23,8 +25,21 @@ Status Gate::check_plain_join(std::string_view run_id) const {
   return Status::ok();
 }
 
+OpenVerdict Gate::open(ConnectionAuth& conn, const Nonce& nonce, std::int64_t stamp_unix_ms,
+                       std::int64_t now_unix_ms) const {
+  auto it = keys_.find(conn.run_id);
+  if (it == keys_.end()) return OpenVerdict::kUnknownKey;
+  const OpenVerdict verdict =
+      open_guard_.judge(nonce, stamp_unix_ms, now_unix_ms, it->second.fresh);
+  if (verdict == OpenVerdict::kAccept) {
+    conn.challenge = open_challenge(nonce, stamp_unix_ms);
+    conn.open_nonce = nonce;
+  }
+  return verdict;
+}
+
 Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exists,
-                    const KeyPair& daemon) {
+                    const KeyPair& daemon, std::int64_t now_unix_ms) {
   candidate_.reset();
   const std::string& run_id = conn.run_id;
   if (frame.is_join && frame.join_run_id != run_id) {
@@ -60,6 +75,17 @@ Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exis
     return unauthenticated("job '" + run_id + "': frame counter " + std::to_string(frame.counter) +
                            " where " + std::to_string(conn.counter.next()) +
                            " was expected (a replayed or reordered frame)");
+  }
+  if (conn.open_nonce && frame.counter == 0) {
+    if (!frame.is_join) {
+      return unauthenticated("job '" + run_id +
+                             "': the first frame of a connection opened with AUTH_OPEN must be "
+                             "its JOIN");
+    }
+    if (!open_guard_.remember(*conn.open_nonce, now_unix_ms)) {
+      return unauthenticated("job '" + run_id +
+                             "': this AUTH_OPEN was used before (a replayed connection)");
+    }
   }
   if (fresh) {
     if (!frame.is_join) {

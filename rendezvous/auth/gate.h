@@ -11,8 +11,14 @@
 //  - A keyed job accepts only authenticated frames whose MAC verifies under its key, on a
 //    connection opened for that run id, with the next counter of that connection.
 //  - require_secret: plain JOINs are refused, so every job is keyed.
-//  - A connection opened (AUTH_HELLO) for job A can only send frames for A; a JOIN inside a
-//    frame must name A.
+//  - A connection opened (AUTH_HELLO or AUTH_OPEN) for job A can only send frames for A; a
+//    JOIN inside a frame must name A.
+//  - AUTH_OPEN (no round trip): open() says whether the connection may go on without a daemon
+//    challenge: only for a job whose key the daemon knows, and only as OpenGuard allows
+//    (open_guard.h). Its first frame must then be a JOIN; when that frame verifies, its nonce
+//    is remembered (a second use of a nonce is refused as a replay). When open() says no, the
+//    daemon sends a CHALLENGE and the first frame (the agent's optimistic JOIN, MACed before
+//    it could see the challenge) is dropped unread: the agent sends it again, challenged.
 // Every refusal is a kUnauthenticated Status naming the job and the fix.
 //
 // Threading: the daemon's io_context thread. Not thread-safe.
@@ -26,6 +32,7 @@
 #include "common/status.h"
 #include "rendezvous/auth/auth.h"
 #include "rendezvous/auth/key_wrap.h"
+#include "rendezvous/auth/open_guard.h"
 
 namespace ddp::rendezvous::auth {
 
@@ -34,6 +41,10 @@ struct ConnectionAuth {
   std::string run_id;
   Challenge challenge{};
   FrameCounter counter;
+  // AUTH_OPEN accepted without a challenge: its nonce, remembered when frame 0 verifies.
+  std::optional<Nonce> open_nonce;
+  // AUTH_OPEN answered with a CHALLENGE: the next frame is the agent's optimistic JOIN.
+  bool drop_next_frame = false;
 };
 
 // One authenticated frame as decoded (rendezvous/protocol.h), before its request is trusted.
@@ -48,21 +59,30 @@ struct FrameCheck {
 
 class Gate {
  public:
-  explicit Gate(bool require_secret) : require_secret_(require_secret) {}
+  // `started_unix_ms`: when this daemon started (OpenGuard's start rule).
+  Gate(bool require_secret, std::int64_t started_unix_ms, OpenRules open_rules = {})
+      : require_secret_(require_secret), open_guard_(started_unix_ms, open_rules) {}
 
   bool require_secret() const { return require_secret_; }
-  // The embedded daemon's own job: its key from the start, kept for the gate's life.
-  void pin(std::string run_id, const Key& key);
+  // The embedded daemon's own job: its key from the start, kept for the gate's life. `fresh`:
+  // the key was drawn for this daemon's job (a fan-out's secret), so no frame under it can
+  // predate the daemon (OpenGuard's start rule does not apply).
+  void pin(std::string run_id, const Key& key, bool fresh = false);
   bool keyed(std::string_view run_id) const;
 
   // A plain JOIN for `run_id`. `job_exists`: the registry has the job (running or finished).
   Status check_plain_join(std::string_view run_id) const;
 
-  // Verifies `frame` on `conn`. `job_exists` as above; `daemon` decrypts a key wrap.
+  // AUTH_OPEN for `run_id` at `now_unix_ms`: kAccept when the connection may go on without a
+  // challenge (`conn` is then set up for it); anything else (the job's key is unknown, the
+  // guard says no) means: answer with a CHALLENGE, the caller calls challenged().
+  OpenVerdict open(ConnectionAuth& conn, const Nonce& nonce, std::int64_t stamp_unix_ms,
+                   std::int64_t now_unix_ms) const;
+  // Verifies `frame` on `conn` at `now_unix_ms`. `job_exists` as above; `daemon` decrypts a key wrap.
   // OK: the frame's request may be handled; a first JOIN's key is then registered by
   // commit_key() once the registry holds the job (a refused JOIN registers nothing).
   Status verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exists,
-                const KeyPair& daemon);
+                const KeyPair& daemon, std::int64_t now_unix_ms);
   // After a verified JOIN was handled: keeps the key the frame carried when the job now exists
   // and had none; forgets an unpinned key whose job no longer exists.
   void settle(const std::string& run_id, bool job_exists);
@@ -71,8 +91,10 @@ class Gate {
   struct Entry {
     Key key{};
     bool pinned = false;
+    bool fresh = false;
   };
   bool require_secret_;
+  OpenGuard open_guard_;
   std::unordered_map<std::string, Entry> keys_;
   // The key a verified first JOIN carried, until settle() keeps or drops it.
   std::optional<std::pair<std::string, Key>> candidate_;

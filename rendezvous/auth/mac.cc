@@ -10,6 +10,7 @@ namespace ddp::rendezvous::auth {
 namespace {
 constexpr std::string_view kJobKeyLabel = "ddprun job key v1";
 constexpr std::string_view kFrameLabel = "ddprun frame v1";
+constexpr std::string_view kOpenLabel = "ddprun open v1";
 
 std::string_view view(const Bytes32& b) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
@@ -77,6 +78,12 @@ Mac frame_mac(const Key& key, const Challenge& challenge, std::uint64_t counter,
   data.append(run_id);
   data.append(covered);
   return hmac_sha256(view(key), data);
+}
+
+Challenge open_challenge(const Nonce& nonce, std::int64_t unix_ms) {
+  std::string data(view(nonce));
+  bytes::put<std::int64_t>(data, unix_ms);
+  return hmac_sha256(kOpenLabel, data);
 }
 
 std::string to_hex(std::string_view bytes) {

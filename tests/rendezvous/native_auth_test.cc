@@ -64,7 +64,7 @@ ServerOptions loopback(bool pinned) {
   ServerOptions options;
   options.host = "127.0.0.1";
   options.port = 0;
-  if (pinned) options.auth.pinned.emplace_back("secret-job", auth::job_key(kSecret, "secret-job"));
+  if (pinned) options.auth.pinned.push_back({"secret-job", auth::job_key(kSecret, "secret-job")});
   return options;
 }
 
