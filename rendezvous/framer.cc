@@ -83,10 +83,10 @@ Frame Framer::next_auth(std::uint8_t type, std::string_view input) {
   // The inner request must be exactly one plain native request (no nesting).
   const std::string_view inner = parsed.value.request();
   const auto inner_type = static_cast<std::uint8_t>(inner.front());
-  auto decoded = inner_type == kAuthHelloType || inner_type == kAuthOpenType ||
-                         inner_type == kAuthFrameType
-                     ? rendezvous::membership::Decoded<rendezvous::membership::Request>{}
-                     : rendezvous::membership::decode_request(inner, wire_);
+  auto decoded =
+      inner_type == kAuthHelloType || inner_type == kAuthOpenType || inner_type == kAuthFrameType
+          ? rendezvous::membership::Decoded<rendezvous::membership::Request>{}
+          : rendezvous::membership::decode_request(inner, wire_);
   if (decoded.state != rendezvous::membership::DecodeState::kComplete ||
       decoded.consumed != inner.size()) {
     frame.kind = FrameKind::kError;

@@ -132,7 +132,11 @@ void NativeHub::open(rendezvous::membership::NodeId id, const AuthOpen& open) {
   auth::ConnectionAuth* conn = bind(id, open.run_id);
   if (conn == nullptr) return;
   const auth::OpenVerdict verdict = gate_.open(*conn, open.nonce, open.unix_ms, unix_ms_now());
-  if (verdict == auth::OpenVerdict::kAccept) return;
+  if (verdict == auth::OpenVerdict::kAccept) {
+    ++open_counts_.without_challenge;
+    return;
+  }
+  ++open_counts_.challenged;
   spdlog::debug("rendezvous node {} (job '{}') is challenged: {}", id, open.run_id,
                 describe(verdict));
   conn->drop_next_frame = true;
@@ -160,8 +164,8 @@ void NativeHub::handle_auth(rendezvous::membership::NodeId id, const AuthFrame& 
   check.is_join = join != nullptr;
   if (join != nullptr) check.join_run_id = join->run_id;
   const std::string run_id = conn->second.run_id;
-  if (Status s = gate_.verify(conn->second, check, registry_.find(run_id) != nullptr,
-                             *daemon_key_, unix_ms_now());
+  if (Status s = gate_.verify(conn->second, check, registry_.find(run_id) != nullptr, *daemon_key_,
+                              unix_ms_now());
       !s) {
     return refuse(id, s);
   }

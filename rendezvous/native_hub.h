@@ -94,6 +94,12 @@ class NativeHub {
   void stop();
 
   const rendezvous::membership::Registry& registry() const { return registry_; }
+  // AUTH_OPENs so far: went on without a challenge, or were answered with a CHALLENGE.
+  struct OpenCounts {
+    std::uint64_t without_challenge = 0;
+    std::uint64_t challenged = 0;
+  };
+  const OpenCounts& open_counts() const { return open_counts_; }
 
  private:
   void deliver(const rendezvous::membership::Events& events);
@@ -113,6 +119,7 @@ class NativeHub {
   auth::Gate gate_;
   std::optional<auth::KeyPair> daemon_key_;  // for key wraps; none if getrandom failed
   std::unordered_map<rendezvous::membership::NodeId, auth::ConnectionAuth> auth_;
+  OpenCounts open_counts_;
   bool exposed_ = false;
   bool warned_keyless_ = false;
   boost::asio::steady_timer timer_;

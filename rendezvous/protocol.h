@@ -79,8 +79,9 @@
 //     |<--------------------------------------------|  dropped unread, and the agent sends
 //     | AUTH_FRAME 0, mac0', wrap?, JOIN            |  its JOIN again under nonce'
 //
-// After AUTH_HELLO or AUTH_OPEN a connection's native requests must all be AUTH_FRAMEs; TCPStore queries stay as they are. Limits (checked before any allocation):
-// run_id <= AuthLimits::max_run_id_bytes, n <= AuthLimits::max_request_bytes.
+// After AUTH_HELLO or AUTH_OPEN a connection's native requests must all be AUTH_FRAMEs; TCPStore
+// queries stay as they are. Limits (checked before any allocation): run_id <=
+// AuthLimits::max_run_id_bytes, n <= AuthLimits::max_request_bytes.
 //
 // Dialect detection: a modern client always opens with `00 CE F7 85 3C` (VALIDATE + magic);
 // a 1.13 client cannot (a SET would declare a ~1 GB key). A strict prefix of those bytes

@@ -78,8 +78,8 @@ class Gate {
   // guard says no) means: answer with a CHALLENGE, the caller calls challenged().
   OpenVerdict open(ConnectionAuth& conn, const Nonce& nonce, std::int64_t stamp_unix_ms,
                    std::int64_t now_unix_ms) const;
-  // Verifies `frame` on `conn` at `now_unix_ms`. `job_exists` as above; `daemon` decrypts a key wrap.
-  // OK: the frame's request may be handled; a first JOIN's key is then registered by
+  // Verifies `frame` on `conn` at `now_unix_ms`. `job_exists` as above; `daemon` decrypts a key
+  // wrap. OK: the frame's request may be handled; a first JOIN's key is then registered by
   // commit_key() once the registry holds the job (a refused JOIN registers nothing).
   Status verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exists,
                 const KeyPair& daemon, std::int64_t now_unix_ms);

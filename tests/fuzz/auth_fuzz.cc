@@ -1,6 +1,6 @@
 // libFuzzer target for the job-secret messages (rendezvous/protocol.h: AUTH_HELLO, AUTH_OPEN,
-// AUTH_FRAME, CHALLENGE) and the daemon's Gate behind them. Arbitrary bytes are parsed as each message; an
-// invariant that breaks traps:
+// AUTH_FRAME, CHALLENGE) and the daemon's Gate behind them. Arbitrary bytes are parsed as each
+// message; an invariant that breaks traps:
 //  - a complete message re-encodes to exactly the bytes it consumed;
 //  - an incomplete parse asks for more bytes than it has;
 //  - an AUTH_FRAME with arbitrary MAC, counter and key wrap (any X25519 point) is never accepted

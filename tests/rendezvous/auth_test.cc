@@ -12,6 +12,7 @@
 #include "rendezvous/framer.h"
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/protocol.h"
+#include "tests/rendezvous/gate_signer.h"
 
 namespace ddp::rendezvous::auth {
 namespace {
@@ -191,26 +192,7 @@ TEST_CASE("the Framer refuses an AUTH_FRAME that does not hold exactly one nativ
 }
 
 // ---- gate -----------------------------------------------------------------------------
-struct Signer {
-  Key key;
-  std::string run_id;
-  std::string covered{};  // the last sign()'s covered bytes, which its FrameCheck views
-  // Builds a FrameCheck for `request` as an agent would sign it on `conn`.
-  FrameCheck sign(const ConnectionAuth& conn, std::uint64_t counter,
-                  const membership::Request& request, std::optional<KeyWrap> wrap = {}) {
-    covered = auth_covered(wrap, membership::encode_request(request));
-    FrameCheck f;
-    f.counter = counter;
-    f.wrap = wrap;
-    f.covered = covered;
-    f.mac = frame_mac(key, conn.challenge, counter, run_id, covered);
-    if (const auto* j = std::get_if<membership::JoinRequest>(&request)) {
-      f.is_join = true;
-      f.join_run_id = j->run_id;
-    }
-    return f;
-  }
-};
+using test::Signer;
 
 membership::Request join_of(const std::string& run_id) {
   membership::JoinRequest j;
@@ -294,9 +276,8 @@ TEST_CASE("gate: trust on first use registers the first JOIN's key once its job 
   auto other_wrap = wrap_job_key(other, daemon->public_key, late.challenge);
   REQUIRE(other_wrap);
   Signer intruder{other, "J"};
-  CHECK(
-      gate.verify(late, intruder.sign(late, 0, join_of("J"), *other_wrap), true, *daemon, 0).code() ==
-      ErrorCode::kUnauthenticated);
+  CHECK(gate.verify(late, intruder.sign(late, 0, join_of("J"), *other_wrap), true, *daemon, 0)
+            .code() == ErrorCode::kUnauthenticated);
   // A plain JOIN to the keyed job is refused; a keyed JOIN to a keyless running job too.
   CHECK_FALSE(gate.check_plain_join("J"));
   auto k = conn_for("K", 3);

@@ -15,6 +15,7 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
+#include "tests/rendezvous/auth_agent.h"
 #include "tests/rendezvous/run_until.h"
 
 namespace ddp::rendezvous {
@@ -27,37 +28,17 @@ const std::string kSecret = "0123456789abcdef-the-job-secret";
 
 using test::run_until;
 
-struct Agent {
-  std::shared_ptr<RdzvClient> client;
-  std::optional<Result<m::Joined>> joined;
-  std::vector<m::Payload> events;
-  template <typename T>
-  const T* last() const {
-    for (auto it = events.rbegin(); it != events.rend(); ++it) {
-      if (const T* p = std::get_if<T>(&*it)) return p;
-    }
-    return nullptr;
-  }
-};
+using test::Agent;
+using test::start_agent;
 
 std::unique_ptr<Agent> join_agent(boost::asio::io_context& io, std::uint16_t port, std::string key,
                                   std::optional<std::string> secret) {
-  auto agent = std::make_unique<Agent>();
-  Agent* a = agent.get();
-  a->client = RdzvClient::create(
-      io, {[a](const m::Payload& p) { a->events.push_back(p); }, [](const Status&) {}});
-  std::optional<Status> connected;
-  a->client->connect("127.0.0.1", port, 2s, [&](Status s) { connected = s; });
-  REQUIRE(run_until(io, [&] { return connected.has_value(); }));
-  REQUIRE(connected->is_ok());
-  if (secret) a->client->use_secret(*secret);
   m::JoinRequest r;
   r.run_id = "secret-job";
   r.config.min_nodes = 2;
   r.config.max_nodes = 2;
-  r.node = {key, "127.0.0.1", 40000, 1};
-  a->client->join(r, [a](Result<m::Joined> j) { a->joined = j; });
-  return agent;
+  r.node = {std::move(key), "127.0.0.1", 40000, 1};
+  return start_agent(io, port, std::move(r), std::move(secret));
 }
 
 ServerOptions loopback(bool pinned) {

@@ -1,0 +1,189 @@
+// Authenticated opens without the challenge round trip (AUTH_OPEN), the pure parts: the
+// OpenGuard's window, start rule, seen nonces and memory cap, the wire codec, and the Gate's
+// decisions on an opened connection (a known key only; the first frame must be the JOIN; a
+// nonce is used once; a forged or refused frame uses up nothing).
+#include "rendezvous/auth/open_guard.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "rendezvous/auth/gate.h"
+#include "rendezvous/membership/wire.h"
+#include "rendezvous/protocol.h"
+#include "tests/rendezvous/gate_signer.h"
+
+namespace ddp::rendezvous::auth {
+namespace {
+
+constexpr std::int64_t kStart = 1'000'000;
+constexpr std::int64_t kWindow = 10'000;
+constexpr std::int64_t kLater = kStart + 5 * kWindow;  // well past the start rule
+
+Nonce nonce(std::uint8_t v) {
+  Nonce n{};
+  n.fill(v);
+  return n;
+}
+
+TEST_CASE("open guard: a stamp within the window is accepted, once", "[auth][open]") {
+  OpenGuard guard(kStart, {kWindow});
+  CHECK(guard.judge(nonce(1), kLater, kLater, false) == OpenVerdict::kAccept);
+  CHECK(guard.judge(nonce(1), kLater - kWindow, kLater, false) == OpenVerdict::kAccept);
+  CHECK(guard.judge(nonce(1), kLater + kWindow, kLater, false) == OpenVerdict::kAccept);
+  CHECK(guard.judge(nonce(1), kLater - kWindow - 1, kLater, false) == OpenVerdict::kOutsideWindow);
+  CHECK(guard.judge(nonce(1), kLater + kWindow + 1, kLater, false) == OpenVerdict::kOutsideWindow);
+  // Any stamp on the wire: no overflow.
+  CHECK(guard.judge(nonce(1), std::numeric_limits<std::int64_t>::min(), kLater, false) ==
+        OpenVerdict::kOutsideWindow);
+  CHECK(guard.judge(nonce(1), std::numeric_limits<std::int64_t>::max(), kLater, false) ==
+        OpenVerdict::kOutsideWindow);
+
+  CHECK(guard.remember(nonce(1), kLater));
+  CHECK(guard.judge(nonce(1), kLater, kLater, false) == OpenVerdict::kSeen);
+  CHECK_FALSE(guard.remember(nonce(1), kLater));
+  CHECK(guard.judge(nonce(2), kLater, kLater, false) == OpenVerdict::kAccept);
+  // Kept while a stamp it carried could pass the window (2 x window), then forgotten.
+  CHECK(guard.remember(nonce(2), kLater + 2 * kWindow - 1));
+  CHECK(guard.remembered() == 2);
+  CHECK(guard.remember(nonce(3), kLater + 2 * kWindow));
+  CHECK(guard.remembered() == 2);  // nonce 1 expired
+  CHECK(guard.judge(nonce(1), kLater + 2 * kWindow, kLater + 2 * kWindow, false) ==
+        OpenVerdict::kAccept);
+}
+
+TEST_CASE("open guard: stamps from before the daemon's start + window are challenged",
+          "[auth][open]") {
+  OpenGuard guard(kStart, {kWindow});
+  // A recording made for an earlier daemon with the same key, replayed within the window of
+  // its stamp: this daemon never saw its nonce, the start rule refuses it.
+  for (std::int64_t stamp : {kStart - 1, kStart, kStart + kWindow - 1}) {
+    CAPTURE(stamp);
+    CHECK(guard.judge(nonce(1), stamp, stamp, false) == OpenVerdict::kTooSoonAfterStart);
+    // A key drawn for this daemon (a fan-out's fresh secret) cannot predate it.
+    CHECK(guard.judge(nonce(1), stamp, stamp, true) == OpenVerdict::kAccept);
+  }
+  CHECK(guard.judge(nonce(1), kStart + kWindow, kStart + kWindow, false) == OpenVerdict::kAccept);
+}
+
+TEST_CASE("open guard: window 0 challenges every open, a full memory too", "[auth][open]") {
+  OpenGuard off(kStart, {0});
+  CHECK(off.judge(nonce(1), kLater, kLater, true) == OpenVerdict::kOutsideWindow);
+  OpenGuard small(kStart, {kWindow, 2});
+  CHECK(small.remember(nonce(1), kLater));
+  CHECK(small.remember(nonce(2), kLater));
+  CHECK(small.judge(nonce(3), kLater, kLater, false) == OpenVerdict::kMemoryFull);
+}
+
+TEST_CASE("AUTH_OPEN encodes, decodes, and every cut is incomplete", "[auth][open]") {
+  const AuthLimits limits{64, 4096};
+  const AuthOpen open{"job-a", nonce(9), -42};
+  const std::string bytes = encode_auth_open(open);
+  CHECK(static_cast<std::uint8_t>(bytes[0]) == kAuthOpenType);
+  for (std::size_t cut = 1; cut < bytes.size(); ++cut) {
+    auto p = parse_auth_open(std::string_view(bytes).substr(0, cut), limits);
+    CHECK(p.state == ParseState::kIncomplete);
+    CHECK(p.needed > cut);
+  }
+  auto p = parse_auth_open(bytes + "rest", limits);
+  REQUIRE(p.state == ParseState::kComplete);
+  CHECK(p.value == open);
+  CHECK(p.consumed == bytes.size());
+  CHECK(parse_auth_open(encode_auth_open({std::string(65, 'x'), nonce(1), 0}), limits).state ==
+        ParseState::kError);
+  CHECK(parse_auth_open(encode_auth_open({"", nonce(1), 0}), limits).state == ParseState::kError);
+  // The open challenge is bound to the nonce and the stamp.
+  CHECK(open_challenge(nonce(1), 5) == open_challenge(nonce(1), 5));
+  CHECK(open_challenge(nonce(1), 5) != open_challenge(nonce(2), 5));
+  CHECK(open_challenge(nonce(1), 5) != open_challenge(nonce(1), 6));
+}
+
+// ---- the gate on opened connections --------------------------------------------------------
+const char* const kSecret = "the-right-secret";
+using test::Signer;
+
+membership::Request join(const std::string& run_id) {
+  membership::JoinRequest j;
+  j.run_id = run_id;
+  return membership::Request{j};
+}
+
+ConnectionAuth conn_for(const std::string& run_id) {
+  ConnectionAuth c;
+  c.run_id = run_id;
+  return c;
+}
+
+TEST_CASE("gate: an open for a known key goes on without a challenge, its nonce once",
+          "[auth][open]") {
+  auto daemon = generate_key_pair();
+  REQUIRE(daemon);
+  Gate gate(false, kStart, {kWindow});
+  const Key key = job_key(kSecret, "A");
+  gate.pin("A", key);
+
+  auto first = conn_for("A");
+  REQUIRE(gate.open(first, nonce(1), kLater, kLater) == OpenVerdict::kAccept);
+  CHECK(first.challenge == open_challenge(nonce(1), kLater));
+  // The same open replayed before the original's JOIN was checked: both pass the open, only
+  // one JOIN can use the nonce.
+  auto racing = conn_for("A");
+  REQUIRE(gate.open(racing, nonce(1), kLater, kLater) == OpenVerdict::kAccept);
+  CHECK(gate.verify(first, Signer{key, first.run_id}.sign(first, 0, join("A")), true, *daemon,
+                    kLater));
+  auto raced = gate.verify(racing, Signer{key, racing.run_id}.sign(racing, 0, join("A")), true,
+                           *daemon, kLater);
+  CHECK(raced.code() == ErrorCode::kUnauthenticated);
+  CHECK_THAT(raced.message(), Catch::Contains("used before"));
+  // Replayed later: the open itself is challenged.
+  auto later = conn_for("A");
+  CHECK(gate.open(later, nonce(1), kLater, kLater + 1) == OpenVerdict::kSeen);
+  CHECK_FALSE(later.open_nonce);
+  // Frames after the JOIN use the open's challenge and the counter as usual.
+  CHECK(gate.verify(
+      first, Signer{key, first.run_id}.sign(first, 1, membership::Request{membership::Heartbeat{}}),
+      true, *daemon, kLater));
+}
+
+TEST_CASE("gate: an open is challenged for an unknown key, a bad first frame uses nothing",
+          "[auth][open]") {
+  auto daemon = generate_key_pair();
+  REQUIRE(daemon);
+  Gate gate(false, kStart, {kWindow});
+  const Key key = job_key(kSecret, "A");
+  auto unknown = conn_for("A");
+  CHECK(gate.open(unknown, nonce(1), kLater, kLater) == OpenVerdict::kUnknownKey);
+  CHECK_FALSE(unknown.open_nonce);
+
+  gate.pin("A", key);
+  // A wrong secret: refused, the nonce stays unused.
+  auto wrong = conn_for("A");
+  REQUIRE(gate.open(wrong, nonce(2), kLater, kLater) == OpenVerdict::kAccept);
+  auto refused = gate.verify(
+      wrong, Signer{job_key("a-wrong-secret!!", "A"), wrong.run_id}.sign(wrong, 0, join("A")), true,
+      *daemon, kLater);
+  CHECK(refused.code() == ErrorCode::kUnauthenticated);
+  CHECK_THAT(refused.message(), Catch::Contains("does not match"));
+  // The first frame of an opened connection must be its JOIN.
+  auto not_join = conn_for("A");
+  REQUIRE(gate.open(not_join, nonce(2), kLater, kLater) == OpenVerdict::kAccept);
+  auto s = gate.verify(
+      not_join,
+      Signer{key, not_join.run_id}.sign(not_join, 0, membership::Request{membership::Heartbeat{}}),
+      true, *daemon, kLater);
+  CHECK(s.code() == ErrorCode::kUnauthenticated);
+  CHECK_THAT(s.message(), Catch::Contains("must be its JOIN"));
+  auto again = conn_for("A");
+  CHECK(gate.open(again, nonce(2), kLater, kLater) == OpenVerdict::kAccept);
+  // An open for job A cannot carry a JOIN for job B.
+  gate.pin("B", job_key(kSecret, "B"));
+  auto cross = conn_for("A");
+  REQUIRE(gate.open(cross, nonce(3), kLater, kLater) == OpenVerdict::kAccept);
+  CHECK(
+      gate.verify(cross, Signer{key, cross.run_id}.sign(cross, 0, join("B")), true, *daemon, kLater)
+          .code() == ErrorCode::kUnauthenticated);
+}
+
+}  // namespace
+}  // namespace ddp::rendezvous::auth
