@@ -149,12 +149,6 @@ void NativeHub::handle_auth(rendezvous::membership::NodeId id, const AuthFrame& 
   if (conn == auth_.end()) {
     return refuse(id, unauthenticated("AUTH_FRAME before AUTH_HELLO; send AUTH_HELLO first"));
   }
-  if (conn->second.drop_next_frame) {
-    // The optimistic JOIN after an AUTH_OPEN that was answered with a CHALLENGE: it was MACed
-    // before the agent could see the challenge; the agent sends it again under it.
-    conn->second.drop_next_frame = false;
-    return;
-  }
   const auto* join = std::get_if<rendezvous::membership::JoinRequest>(&request);
   auth::FrameCheck check;
   check.counter = frame.counter;
@@ -163,6 +157,12 @@ void NativeHub::handle_auth(rendezvous::membership::NodeId id, const AuthFrame& 
   check.covered = frame.covered;
   check.is_join = join != nullptr;
   if (join != nullptr) check.join_run_id = join->run_id;
+  if (conn->second.drop_next_frame) {
+    // The optimistic JOIN after an AUTH_OPEN that was answered with a CHALLENGE: it was MACed
+    // before the agent could see the challenge; the agent sends it again under it.
+    conn->second.drop_next_frame = false;
+    return gate_.dropped(conn->second, check, unix_ms_now());
+  }
   const std::string run_id = conn->second.run_id;
   if (Status s = gate_.verify(conn->second, check, registry_.find(run_id) != nullptr, *daemon_key_,
                               unix_ms_now());

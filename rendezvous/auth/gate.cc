@@ -28,14 +28,23 @@ Status Gate::check_plain_join(std::string_view run_id) const {
 OpenVerdict Gate::open(ConnectionAuth& conn, const Nonce& nonce, std::int64_t stamp_unix_ms,
                        std::int64_t now_unix_ms) const {
   auto it = keys_.find(conn.run_id);
-  if (it == keys_.end()) return OpenVerdict::kUnknownKey;
   const OpenVerdict verdict =
-      open_guard_.judge(nonce, stamp_unix_ms, now_unix_ms, it->second.fresh);
-  if (verdict == OpenVerdict::kAccept) {
-    conn.challenge = open_challenge(nonce, stamp_unix_ms);
-    conn.open_nonce = nonce;
-  }
+      it == keys_.end() ? OpenVerdict::kUnknownKey
+                        : open_guard_.judge(nonce, stamp_unix_ms, now_unix_ms, it->second.fresh);
+  conn.opened = ConnectionAuth::Opened{nonce, stamp_unix_ms, verdict == OpenVerdict::kAccept};
+  if (verdict == OpenVerdict::kAccept) conn.challenge = open_challenge(nonce, stamp_unix_ms);
   return verdict;
+}
+
+void Gate::dropped(const ConnectionAuth& conn, const FrameCheck& frame, std::int64_t now_unix_ms) {
+  auto it = keys_.find(conn.run_id);
+  if (!conn.opened || it == keys_.end()) return;
+  const Mac expected =
+      frame_mac(it->second.key, open_challenge(conn.opened->nonce, conn.opened->stamp_ms),
+                frame.counter, conn.run_id, frame.covered);
+  if (same_mac(expected, frame.mac)) {
+    open_guard_.remember(conn.opened->nonce, conn.opened->stamp_ms, now_unix_ms);
+  }
 }
 
 Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exists,
@@ -76,13 +85,16 @@ Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exis
                            " where " + std::to_string(conn.counter.next()) +
                            " was expected (a replayed or reordered frame)");
   }
-  if (conn.open_nonce && frame.counter == 0) {
+  if (conn.opened && frame.counter == 0) {
     if (!frame.is_join) {
       return unauthenticated("job '" + run_id +
                              "': the first frame of a connection opened with AUTH_OPEN must be "
                              "its JOIN");
     }
-    if (!open_guard_.remember(*conn.open_nonce, now_unix_ms)) {
+    // Challenged: the nonce may be known already (dropped()); only an unchallenged open must
+    // be its nonce's first use.
+    if (!open_guard_.remember(conn.opened->nonce, conn.opened->stamp_ms, now_unix_ms) &&
+        conn.opened->without_challenge) {
       return unauthenticated("job '" + run_id +
                              "': this AUTH_OPEN was used before (a replayed connection)");
     }

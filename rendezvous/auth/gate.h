@@ -18,7 +18,10 @@
 //    (open_guard.h). Its first frame must then be a JOIN; when that frame verifies, its nonce
 //    is remembered (a second use of a nonce is refused as a replay). When open() says no, the
 //    daemon sends a CHALLENGE and the first frame (the agent's optimistic JOIN, MACed before
-//    it could see the challenge) is dropped unread: the agent sends it again, challenged.
+//    it could see the challenge) is dropped (dropped()): the agent sends it again,
+//    challenged. The open's nonce is remembered then too, as soon as the dropped frame's MAC
+//    verifies (the key known) or the challenged JOIN's does (the key registered by it), so a
+//    recording of a challenged open cannot go through later either.
 // Every refusal is a kUnauthenticated Status naming the job and the fix.
 //
 // Threading: the daemon's io_context thread. Not thread-safe.
@@ -41,8 +44,14 @@ struct ConnectionAuth {
   std::string run_id;
   Challenge challenge{};
   FrameCounter counter;
-  // AUTH_OPEN accepted without a challenge: its nonce, remembered when frame 0 verifies.
-  std::optional<Nonce> open_nonce;
+  // The connection began with AUTH_OPEN: its nonce and stamp, remembered (OpenGuard) once a
+  // MAC under the job key verifies on it; `without_challenge` when the gate accepted it.
+  struct Opened {
+    Nonce nonce{};
+    std::int64_t stamp_ms = 0;
+    bool without_challenge = false;
+  };
+  std::optional<Opened> opened;
   // AUTH_OPEN answered with a CHALLENGE: the next frame is the agent's optimistic JOIN.
   bool drop_next_frame = false;
 };
@@ -78,6 +87,9 @@ class Gate {
   // guard says no) means: answer with a CHALLENGE, the caller calls challenged().
   OpenVerdict open(ConnectionAuth& conn, const Nonce& nonce, std::int64_t stamp_unix_ms,
                    std::int64_t now_unix_ms) const;
+  // The optimistic frame after a challenged AUTH_OPEN, not handled: remembers the open's nonce
+  // when the job's key is known and the frame's MAC (under the open's challenge) verifies.
+  void dropped(const ConnectionAuth& conn, const FrameCheck& frame, std::int64_t now_unix_ms);
   // Verifies `frame` on `conn` at `now_unix_ms`. `job_exists` as above; `daemon` decrypts a key
   // wrap. OK: the frame's request may be handled; a first JOIN's key is then registered by
   // commit_key() once the registry holds the job (a refused JOIN registers nothing).

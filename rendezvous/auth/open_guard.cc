@@ -1,5 +1,7 @@
 #include "rendezvous/auth/open_guard.h"
 
+#include <limits>
+
 namespace ddp::rendezvous::auth {
 namespace {
 
@@ -26,18 +28,25 @@ OpenVerdict OpenGuard::judge(const Nonce& nonce, std::int64_t stamp_ms, std::int
   return OpenVerdict::kAccept;
 }
 
-bool OpenGuard::remember(const Nonce& nonce, std::int64_t now_ms) {
+bool OpenGuard::remember(const Nonce& nonce, std::int64_t stamp_ms, std::int64_t now_ms) {
   expire(now_ms);
   std::string key = key_of(nonce);
   if (!seen_.insert(key).second) return false;
-  expiry_.emplace_back(now_ms + 2 * rules_.window_ms, std::move(key));
+  // Until no clock within the window of the stamp can pass it (a stamp from the future is
+  // kept until it is past), plus a window for the daemon's own clock being stepped back.
+  const std::int64_t latest = stamp_ms > now_ms ? stamp_ms : now_ms;
+  std::int64_t forget_at = 0;
+  if (__builtin_add_overflow(latest, 2 * rules_.window_ms, &forget_at)) {
+    forget_at = std::numeric_limits<std::int64_t>::max();
+  }
+  expiry_.emplace(forget_at, std::move(key));
   return true;
 }
 
 void OpenGuard::expire(std::int64_t now_ms) {
-  while (!expiry_.empty() && expiry_.front().first <= now_ms) {
-    seen_.erase(expiry_.front().second);
-    expiry_.pop_front();
+  while (!expiry_.empty() && expiry_.begin()->first <= now_ms) {
+    seen_.erase(expiry_.begin()->second);
+    expiry_.erase(expiry_.begin());
   }
 }
 

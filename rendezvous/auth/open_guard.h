@@ -6,9 +6,12 @@
 // stops a recorded AUTH_OPEN + JOIN from being replayed:
 //  - window: the stamped time must be within `window` of the daemon's clock, so a recording
 //    is worthless after `window`;
-//  - seen nonces: every nonce whose frame this daemon accepted is kept for 2 x window (as long
-//    as a stamp it carried could still pass the window), so a recording replayed within the
-//    window to this daemon is refused;
+//  - seen nonces: the nonce of every open whose agent proved the job key on that connection
+//    (its JOIN verified, with or without a challenge; see gate.h) is kept until its stamp can
+//    no longer pass the window (stamp or now, whichever is later, + 2 x window), so a
+//    recording replayed to this daemon is challenged: also the open of a job's first agent,
+//    challenged because the key was not known yet, and an open stamped in the future by an
+//    agent whose clock runs ahead;
 //  - start rule: this daemon's memory of nonces begins when it starts, so a recording made
 //    for an earlier daemon (the same job key before a restart) could pass the window and the
 //    empty memory. A stamp is therefore accepted only from `window` after this daemon's start
@@ -17,15 +20,19 @@
 //    ddprun that runs it).
 // A verdict other than kAccept is not a refusal: the daemon answers with a CHALLENGE and the
 // agent proves itself the usual way (one round trip more). Nothing an attacker sends is kept
-// before its frame's MAC verified (remember() is called only then), so opens cannot fill the
-// memory; a full memory (max_remembered) only turns 0-RTT off until entries expire.
+// before a MAC under the job key verified (remember() is called only then), so opens cannot
+// fill the memory; a full memory (max_remembered) only turns 0-RTT off until entries expire
+// (remember() still keeps every nonce it is given).
+// What is left: a recording of an open stamped more than a window in the future (an agent
+// clock running ahead), replayed when its stamp comes due to a daemon restarted meanwhile
+// that knows the same job key (same secret and run id): the start rule cannot see it.
 //
 // Threading: the daemon's io_context thread. Not thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <map>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -58,9 +65,10 @@ class OpenGuard {
   // `fresh_key`: the job's key cannot predate this daemon (see above). Changes nothing.
   OpenVerdict judge(const Nonce& nonce, std::int64_t stamp_ms, std::int64_t now_ms,
                     bool fresh_key) const;
-  // Records `nonce` as used once its first frame verified. False when it was already used (a
-  // replay racing the original on another connection): the frame must then be refused.
-  bool remember(const Nonce& nonce, std::int64_t now_ms);
+  // Records `nonce` (of an open stamped `stamp_ms`) as used, once a MAC under the job key
+  // verified on its connection. False when it was already used (a replay racing the original
+  // on another connection): an open's JOIN must then be refused.
+  bool remember(const Nonce& nonce, std::int64_t stamp_ms, std::int64_t now_ms);
 
   std::size_t remembered() const { return seen_.size(); }
   const OpenRules& rules() const { return rules_; }
@@ -71,7 +79,7 @@ class OpenGuard {
   std::int64_t started_ms_;
   OpenRules rules_;
   std::unordered_set<std::string> seen_;
-  std::deque<std::pair<std::int64_t, std::string>> expiry_;  // (forget at, nonce), in order
+  std::multimap<std::int64_t, std::string> expiry_;  // forget at -> nonce
 };
 
 }  // namespace ddp::rendezvous::auth

@@ -40,17 +40,22 @@ TEST_CASE("open guard: a stamp within the window is accepted, once", "[auth][ope
   CHECK(guard.judge(nonce(1), std::numeric_limits<std::int64_t>::max(), kLater, false) ==
         OpenVerdict::kOutsideWindow);
 
-  CHECK(guard.remember(nonce(1), kLater));
+  CHECK(guard.remember(nonce(1), kLater, kLater));
   CHECK(guard.judge(nonce(1), kLater, kLater, false) == OpenVerdict::kSeen);
-  CHECK_FALSE(guard.remember(nonce(1), kLater));
+  CHECK_FALSE(guard.remember(nonce(1), kLater, kLater));
   CHECK(guard.judge(nonce(2), kLater, kLater, false) == OpenVerdict::kAccept);
-  // Kept while a stamp it carried could pass the window (2 x window), then forgotten.
-  CHECK(guard.remember(nonce(2), kLater + 2 * kWindow - 1));
+  // Kept while a stamp it carried could pass the window (+ 2 x window), then forgotten.
+  const std::int64_t edge = kLater + 2 * kWindow;
+  CHECK(guard.remember(nonce(2), edge - 1, edge - 1));
   CHECK(guard.remembered() == 2);
-  CHECK(guard.remember(nonce(3), kLater + 2 * kWindow));
+  CHECK(guard.remember(nonce(3), edge, edge));
   CHECK(guard.remembered() == 2);  // nonce 1 expired
-  CHECK(guard.judge(nonce(1), kLater + 2 * kWindow, kLater + 2 * kWindow, false) ==
-        OpenVerdict::kAccept);
+  CHECK(guard.judge(nonce(1), edge, edge, false) == OpenVerdict::kAccept);
+  // A stamp from the future (an agent clock running ahead) is kept until it is past.
+  const std::int64_t ahead = edge + 100 * kWindow;
+  CHECK(guard.remember(nonce(4), ahead, edge));
+  CHECK(guard.remember(nonce(5), ahead - kWindow, ahead - kWindow));  // expires what is due
+  CHECK(guard.judge(nonce(4), ahead, ahead, false) == OpenVerdict::kSeen);
 }
 
 TEST_CASE("open guard: stamps from before the daemon's start + window are challenged",
@@ -71,9 +76,11 @@ TEST_CASE("open guard: window 0 challenges every open, a full memory too", "[aut
   OpenGuard off(kStart, {0});
   CHECK(off.judge(nonce(1), kLater, kLater, true) == OpenVerdict::kOutsideWindow);
   OpenGuard small(kStart, {kWindow, 2});
-  CHECK(small.remember(nonce(1), kLater));
-  CHECK(small.remember(nonce(2), kLater));
+  CHECK(small.remember(nonce(1), kLater, kLater));
+  CHECK(small.remember(nonce(2), kLater, kLater));
   CHECK(small.judge(nonce(3), kLater, kLater, false) == OpenVerdict::kMemoryFull);
+  CHECK(small.remember(nonce(3), kLater, kLater));  // a full memory still keeps what it is given
+  CHECK(small.judge(nonce(3), kLater, kLater, false) == OpenVerdict::kSeen);
 }
 
 TEST_CASE("AUTH_OPEN encodes, decodes, and every cut is incomplete", "[auth][open]") {
@@ -139,7 +146,8 @@ TEST_CASE("gate: an open for a known key goes on without a challenge, its nonce 
   // Replayed later: the open itself is challenged.
   auto later = conn_for("A");
   CHECK(gate.open(later, nonce(1), kLater, kLater + 1) == OpenVerdict::kSeen);
-  CHECK_FALSE(later.open_nonce);
+  REQUIRE(later.opened);
+  CHECK_FALSE(later.opened->without_challenge);
   // Frames after the JOIN use the open's challenge and the counter as usual.
   CHECK(gate.verify(
       first, Signer{key, first.run_id}.sign(first, 1, membership::Request{membership::Heartbeat{}}),
@@ -154,7 +162,8 @@ TEST_CASE("gate: an open is challenged for an unknown key, a bad first frame use
   const Key key = job_key(kSecret, "A");
   auto unknown = conn_for("A");
   CHECK(gate.open(unknown, nonce(1), kLater, kLater) == OpenVerdict::kUnknownKey);
-  CHECK_FALSE(unknown.open_nonce);
+  REQUIRE(unknown.opened);
+  CHECK_FALSE(unknown.opened->without_challenge);
 
   gate.pin("A", key);
   // A wrong secret: refused, the nonce stays unused.
@@ -183,6 +192,53 @@ TEST_CASE("gate: an open is challenged for an unknown key, a bad first frame use
   CHECK(
       gate.verify(cross, Signer{key, cross.run_id}.sign(cross, 0, join("B")), true, *daemon, kLater)
           .code() == ErrorCode::kUnauthenticated);
+}
+
+TEST_CASE("gate: a challenged open's nonce is used up once its agent proves the key",
+          "[auth][open]") {
+  auto daemon = generate_key_pair();
+  REQUIRE(daemon);
+  Gate gate(false, kStart, {kWindow});
+  const Key key = job_key(kSecret, "J");
+
+  // Trust on first use: the first agent's open is challenged (no key yet), its optimistic JOIN
+  // dropped; its challenged JOIN registers the key and uses up the open's nonce, so a
+  // recording of that open replayed a moment later is challenged, not let through.
+  auto first = conn_for("J");
+  REQUIRE(gate.open(first, nonce(1), kLater, kLater) == OpenVerdict::kUnknownKey);
+  ConnectionAuth as_opened = first;
+  as_opened.challenge = open_challenge(nonce(1), kLater);
+  gate.dropped(first, Signer{key, "J"}.sign(as_opened, 0, join("J")), kLater);
+  first.challenge = Bytes32{42};
+  auto wrap = wrap_job_key(key, daemon->public_key, first.challenge);
+  REQUIRE(wrap);
+  REQUIRE(gate.verify(first, Signer{key, "J"}.sign(first, 0, join("J"), *wrap), false, *daemon,
+                      kLater));
+  gate.settle("J", true);
+  REQUIRE(gate.keyed("J"));
+  auto replay = conn_for("J");
+  CHECK(gate.open(replay, nonce(1), kLater, kLater + 1) == OpenVerdict::kSeen);
+
+  // A known key, an open stamped a while ahead (the agent's clock runs fast): challenged now,
+  // and its dropped frame verifies, so the recording is no good when its stamp comes due.
+  const std::int64_t ahead = kLater + 3 * kWindow;
+  auto fast = conn_for("J");
+  REQUIRE(gate.open(fast, nonce(2), ahead, kLater) == OpenVerdict::kOutsideWindow);
+  as_opened = fast;
+  as_opened.challenge = open_challenge(nonce(2), ahead);
+  gate.dropped(fast, Signer{key, "J"}.sign(as_opened, 0, join("J")), kLater);
+  auto due = conn_for("J");
+  CHECK(gate.open(due, nonce(2), ahead, ahead) == OpenVerdict::kSeen);
+
+  // A dropped frame that does not verify (not the key's) uses up nothing.
+  auto forged = conn_for("J");
+  REQUIRE(gate.open(forged, nonce(3), ahead, kLater) == OpenVerdict::kOutsideWindow);
+  as_opened = forged;
+  as_opened.challenge = open_challenge(nonce(3), ahead);
+  gate.dropped(forged, Signer{job_key("not-the-secret!!", "J"), "J"}.sign(as_opened, 0, join("J")),
+               kLater);
+  auto later = conn_for("J");
+  CHECK(gate.open(later, nonce(3), ahead, ahead) == OpenVerdict::kAccept);
 }
 
 }  // namespace
