@@ -84,7 +84,7 @@ class Gate {
 
   // AUTH_OPEN for `run_id` at `now_unix_ms`: kAccept when the connection may go on without a
   // challenge (`conn` is then set up for it); anything else (the job's key is unknown, the
-  // guard says no) means: answer with a CHALLENGE, the caller calls challenged().
+  // guard says no) means: answer with a CHALLENGE and drop the next frame (dropped()).
   OpenVerdict open(ConnectionAuth& conn, const Nonce& nonce, std::int64_t stamp_unix_ms,
                    std::int64_t now_unix_ms) const;
   // The optimistic frame after a challenged AUTH_OPEN, not handled: remembers the open's nonce
