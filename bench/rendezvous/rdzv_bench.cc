@@ -27,6 +27,12 @@
 // local world sizes, every agent names the same store address, every JobFinished the same
 // exit code. Prints one JSON object on stdout (times, how many agents the daemon challenged,
 // and this process's own CPU time); exits 1 on a wrong result or a timeout.
+// --first-alone (pipelined): agent 0 connects and joins alone, and the other K-1 connect when
+// its Joined arrives. With a secret on a daemon that learns the job's key by trust on first use,
+// the key is then registered before the others open, so the daemon can take their AUTH_OPENs
+// without a challenge; without it, this one thread sends every agent's open before it reads
+// the first CHALLENGE, so the daemon does not know the key yet when any open arrives. The
+// rendezvous is still timed from agent 0's connect (its round trips included).
 // --hold N: between the rendezvous and stop, the job stays running with K nodes for N seconds.
 // --secret S: every agent authenticates as ddprun's agents do (job secrets): it derives the job
 // key (one HMAC, as RdzvClient::join() does per connection) and signs its JOIN, pipelined over
@@ -111,16 +117,31 @@ class Bench {
   // `pipelined`: each agent starts its join from its own connect completion (with a secret:
   // AUTH_OPEN and the signed JOIN) and, when challenged, sends its JOIN again from its own
   // CHALLENGE (the real agent's flow); otherwise the caller drives barrier phases (phase()).
+  // `first_alone` (pipelined): agent 0 connects and joins alone; the other K-1 connect when its
+  // Joined arrives (with a secret the job's key is then registered, so their opens can go
+  // through unchallenged).
   Bench(asio::io_context& io, std::size_t k, std::optional<std::string> secret, std::string run_id,
-        bool pipelined)
-      : io_(io), secret_(std::move(secret)), run_id_(std::move(run_id)), pipelined_(pipelined) {
+        bool pipelined, bool first_alone)
+      : io_(io),
+        secret_(std::move(secret)),
+        run_id_(std::move(run_id)),
+        pipelined_(pipelined),
+        first_alone_(first_alone) {
     for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io, i));
   }
 
-  // Issues the K connects; each completion starts reading (and, pipelined, the agent's join).
+  // Issues the K connects (first_alone: agent 0's; the rest on its Joined); each completion
+  // starts reading (and, pipelined, the agent's join).
   void open(const tcp::endpoint& endpoint) {
-    for (auto& a : agents_) {
-      a->socket.async_connect(endpoint, [this, agent = a.get()](boost::system::error_code ec) {
+    endpoint_ = endpoint;
+    connect(0, first_alone_ ? 1 : agents_.size());
+  }
+  bool connect_failed() const { return connect_failed_; }
+
+  void connect(std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      Agent* a = agents_[i].get();
+      a->socket.async_connect(endpoint_, [this, agent = a](boost::system::error_code ec) {
         if (ec) {
           std::cerr << "connect failed: " << ec.message() << "\n";
           connect_failed_ = true;
@@ -134,7 +155,6 @@ class Bench {
       });
     }
   }
-  bool connect_failed() const { return connect_failed_; }
 
   // Runs until `done` holds for every agent; false on a timeout or a protocol error.
   template <typename Done>
@@ -166,6 +186,7 @@ class Bench {
   bool secret() const { return secret_.has_value(); }
   Clock::time_point all_connected() const { return all_connected_; }
   // The last CHALLENGE received, and how many agents got one (--secret).
+  Clock::time_point first_challenge() const { return first_challenge_; }
   Clock::time_point last_challenge() const { return last_challenge_; }
   std::size_t challenged() const { return challenged_; }
 
@@ -262,8 +283,8 @@ class Bench {
     a.challenge = c;
     a.in_force = c.challenge;
     a.counter = 0;
-    ++challenged_;
     last_challenge_ = Clock::now();
+    if (challenged_++ == 0) first_challenge_ = last_challenge_;
     if (pipelined_) send(a, join(a));
   }
 
@@ -290,6 +311,9 @@ class Bench {
               return;
             }
             used += d.consumed;
+            if (std::holds_alternative<m::Joined>(d.message) && first_alone_ && a.index == 0) {
+              connect(1, agents_.size());
+            }
             if (auto* r = std::get_if<m::RoundComplete>(&d.message)) a.round = *r;
             if (auto* s = std::get_if<m::StopWorkers>(&d.message)) a.stop = *s;
             if (auto* f = std::get_if<m::JobFinished>(&d.message)) a.finished = *f;
@@ -309,12 +333,15 @@ class Bench {
   std::size_t connected_ = 0;
   std::size_t challenged_ = 0;
   Clock::time_point all_connected_{};
+  Clock::time_point first_challenge_{};
   Clock::time_point last_challenge_{};
   bool connect_failed_ = false;
   bool protocol_error_ = false;
   std::optional<std::string> secret_;
   std::string run_id_;
   bool pipelined_;
+  bool first_alone_;
+  tcp::endpoint endpoint_;
 };
 
 void raise_open_file_limit() {
@@ -373,6 +400,11 @@ int main(int argc, char** argv) {
                "Barrier phases (all connect, all AUTH_HELLO -> CHALLENGE, all JOIN) instead of "
                "each agent going on by itself; the per-phase breakdown of the challenged way "
                "(with --secret every agent is challenged, no AUTH_OPEN)");
+  bool first_alone = false;
+  app.add_flag("--first-alone", first_alone,
+               "Pipelined: agent 0 connects and joins alone, the others connect when its Joined "
+               "arrives (with --secret the job's key is then known to the daemon)")
+      ->excludes("--phased");
   unsigned hold_s = 0;
   app.add_option("--hold", hold_s,
                  "After the round completes, keep the job running this many seconds (< 30)")
@@ -382,7 +414,7 @@ int main(int argc, char** argv) {
 
   asio::io_context io(1);
   Bench bench(io, k, secret.empty() ? std::nullopt : std::optional<std::string>(secret), run_id,
-              !phased);
+              !phased, first_alone);
   std::uint64_t world = 0;
   for (std::size_t i = 0; i < k; ++i) world += join_request(run_id, k, i).node.local_world_size;
   const tcp::endpoint endpoint(asio::ip::make_address(host), port);
@@ -391,7 +423,9 @@ int main(int argc, char** argv) {
   auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   nlohmann::json out = {{"agents", k},
                         {"auth", !secret.empty()},
-                        {"flow", phased ? "phased" : "pipelined"},
+                        {"flow", phased        ? "phased"
+                                 : first_alone ? "first_alone"
+                                               : "pipelined"},
                         {"world_size", world}};
 
   const auto c0 = Clock::now();
@@ -425,6 +459,7 @@ int main(int argc, char** argv) {
   } else {
     out["connect_s"] = seconds(bench.all_connected() - c0);
     if (bench.secret() && bench.challenged() > 0) {
+      out["first_challenge_s"] = seconds(bench.first_challenge() - c0);
       out["challenge_s"] = seconds(bench.last_challenge() - c0);
     }
   }

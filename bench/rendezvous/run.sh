@@ -4,7 +4,8 @@
 # receive StopWorkers (cross-node teardown), then JobFinished. Each K runs in both flows of
 # rdzv_bench: pipelined (each simulated agent goes on by itself, as a real agent does: with a
 # secret AUTH_OPEN and the signed JOIN in one write, the JOIN again when the daemon challenges;
-# the rendezvous figure) and --phased (barriers between connect, AUTH_HELLO -> CHALLENGE and
+# the rendezvous figure), pipelined --first-alone (agent 0 joins alone first, so the daemon knows
+# the job's key when the others open) and --phased (barriers between connect, AUTH_HELLO -> CHALLENGE and
 # join: the per-phase breakdown of the challenged way). Prints markdown tables with the median of
 # REPEAT runs per K, flow and mode (and how many agents the daemon challenged), and the
 # secret / plain ratios (bench/rendezvous/table.py).
@@ -55,10 +56,11 @@ daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {pri
 results=()
 for k in $AGENTS; do
   for ((i = 0; i < REPEAT; i++)); do
-    for flow in pipelined phased; do
+    for flow in pipelined first_alone phased; do
       for mode in plain auth; do
         args=()
         [[ $flow == phased ]] && args+=(--phased)
+        [[ $flow == first_alone ]] && args+=(--first-alone)
         [[ $mode == auth ]] && args+=(--secret "bench-secret-$k-$i-0123456789abcdef")
         before=$(daemon_ns)
         line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$flow-$mode-$k-$i" "${args[@]}")
