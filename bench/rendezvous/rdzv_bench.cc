@@ -185,7 +185,7 @@ class Bench {
   Agent& agent(std::size_t i) { return *agents_[i]; }
   bool secret() const { return secret_.has_value(); }
   Clock::time_point all_connected() const { return all_connected_; }
-  // The last CHALLENGE received, and how many agents got one (--secret).
+  // The first and the last CHALLENGE received, and how many agents got one (--secret).
   Clock::time_point first_challenge() const { return first_challenge_; }
   Clock::time_point last_challenge() const { return last_challenge_; }
   std::size_t challenged() const { return challenged_; }
