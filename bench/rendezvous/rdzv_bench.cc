@@ -6,36 +6,48 @@
 // The rendezvous (timed from the first connect issued to the last agent's RoundComplete, JOIN
 // min = max = K), in one of two flows:
 //   pipelined (default)  each agent goes on by itself, as a real agent does: RdzvClient::join()
-//             runs from the agent's own connect callback and sends the JOIN (plain) or
-//             AUTH_HELLO (--secret) at once, then, with a secret, the signed JOIN as soon as
-//             its own CHALLENGE arrives (rendezvous/rdzv_client.cc). No agent waits for
-//             another, so the connects, handshakes and JOINs of different agents overlap. This
-//             is the flow the rendezvous figure measures because it is what real agents do,
-//             not because it is faster.
-//   --phased  barriers, for a per-phase breakdown: all K connect; (--secret) every agent sends
-//             AUTH_HELLO, wait for every CHALLENGE; every agent sends JOIN, wait for every
-//             RoundComplete. Each phase is timed from its first byte sent to its last reply.
+//             runs from the agent's own connect callback and sends, at once, the JOIN (plain)
+//             or (--secret) AUTH_OPEN and the signed JOIN in one write, without waiting for a
+//             challenge (rendezvous/rdzv_client.cc open_signed()). When the daemon answers the
+//             open with a CHALLENGE instead (it does not know the job's key yet, or its
+//             OpenGuard wants a challenge: rendezvous/auth/open_guard.h), the agent sends its
+//             JOIN again under that challenge (on_challenge()). No agent waits for another, so
+//             the connects, opens and JOINs of different agents overlap. This is the flow the
+//             rendezvous figure measures because it is what real agents do, not because it is
+//             faster.
+//   --phased  barriers, for a per-phase breakdown of the challenged way: all K connect;
+//             (--secret) every agent sends AUTH_HELLO, wait for every CHALLENGE; every agent
+//             sends JOIN (signed under its CHALLENGE), wait for every RoundComplete. Each phase
+//             is timed from its first byte sent to its last reply. With a secret every agent
+//             is challenged here: this is the cost of the round trip AUTH_OPEN avoids.
 // Then, in both flows:
 //   stop      agent 0 reports a worker failure -> every agent has StopWorkers
 //   finish    every agent reports WORKERS_STOPPED -> every agent has JobFinished
 // The assignments are checked: group ranks are a permutation of 0..K-1, rank offsets sum the
 // local world sizes, every agent names the same store address, every JobFinished the same
-// exit code. Prints one JSON object on stdout (times, and this process's own CPU time);
-// exits 1 on a wrong result or a timeout.
+// exit code. Prints one JSON object on stdout (times, how many agents the daemon challenged,
+// and this process's own CPU time); exits 1 on a wrong result or a timeout.
+// --first-alone (pipelined): agent 0 connects and joins alone, and the other K-1 connect when
+// its Joined arrives. With a secret on a daemon that learns the job's key by trust on first use,
+// the key is then registered before the others open, so the daemon can take their AUTH_OPENs
+// without a challenge; without it, this one thread sends every agent's open before it reads
+// the first CHALLENGE, so the daemon does not know the key yet when any open arrives. The
+// rendezvous is still timed from agent 0's connect (its round trips included).
 // --hold N: between the rendezvous and stop, the job stays running with K nodes for N seconds.
 // --secret S: every agent authenticates as ddprun's agents do (job secrets): it derives the job
-// key (one HMAC, as RdzvClient::join() does per connection), sends AUTH_HELLO, and on its
-// CHALLENGE a JOIN inside a signed AUTH_FRAME carrying the X25519 key wrap when the challenge
-// says the job is not keyed yet (every CHALLENGE that reaches the daemon before the job's first
-// JOIN does), then every later request signed.
-// Client crypto: every simulated agent derives its own job key, wraps the key for its own
-// challenge and MACs its own frames. What is shared is what one real agent process caches once:
-// rendezvous/auth/key_wrap.h keeps one X25519 pair and one shared secret per daemon per
-// process, so a process's first wrap costs two scalar multiplications (~0.1 ms) and every other
-// one an HMAC. Each real agent is its own process and pays that first wrap once, on its own
-// host, all agents in parallel; the simulated agents here share one process and its cache (as
-// they share this one thread), so the 0.1 ms shows once, not per agent (docs/security.md,
-// "Cost").
+// key (one HMAC, as RdzvClient::join() does per connection) and signs its JOIN, pipelined over
+// its own AUTH_OPEN (its own random nonce and wall clock), phased or after a CHALLENGE over the
+// daemon's challenge with the X25519 key wrap when the CHALLENGE says the job is not keyed yet
+// (trust on first use: every CHALLENGE sent before the job's first JOIN reached the daemon),
+// then every later request signed under the challenge in force, with the next counter.
+// Client crypto: every simulated agent derives its own job key, draws its own nonce, wraps the
+// key for its own challenge and MACs its own frames. What is shared is what one real agent
+// process caches once: rendezvous/auth/key_wrap.h keeps one X25519 pair and one shared secret
+// per daemon per process, so a process's first wrap costs two scalar multiplications (~0.1 ms)
+// and every other one an HMAC. Each real agent is its own process and pays that first wrap
+// once, on its own host, all agents in parallel; the simulated agents here share one process
+// and its cache (as they share this one thread), so the 0.1 ms shows once, not per agent
+// (docs/security.md, "Cost").
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -87,9 +99,14 @@ struct Agent {
   std::string in;
   std::vector<char> buffer = std::vector<char>(2048);
   std::deque<std::string> out;  // every write of this agent (kept until the run ends)
-  auth::Key key{};              // --secret: the job key, derived by this agent at AUTH_HELLO
-  std::optional<rdzv::ChallengeMessage> challenge;  // --secret: the handshake's answer
+  // --secret: the job key, derived by this agent when it opens (AUTH_OPEN or AUTH_HELLO).
+  auth::Key key{};
+  // --secret: the challenge its frames are MACed over (its open's, or the daemon's), and the
+  // counter of its next frame.
+  std::optional<auth::Challenge> in_force;
   std::uint64_t counter = 0;
+  // --secret: the daemon's CHALLENGE, when it sent one (AUTH_HELLO, or an open it did not take).
+  std::optional<rdzv::ChallengeMessage> challenge;
   std::optional<m::RoundComplete> round;
   std::optional<m::StopWorkers> stop;
   std::optional<m::JobFinished> finished;
@@ -97,19 +114,34 @@ struct Agent {
 
 class Bench {
  public:
-  // `pipelined`: each agent starts its join from its own connect completion and sends its
-  // signed JOIN from its own CHALLENGE (the real agent's flow); otherwise the caller drives
-  // barrier phases (phase()).
+  // `pipelined`: each agent starts its join from its own connect completion (with a secret:
+  // AUTH_OPEN and the signed JOIN) and, when challenged, sends its JOIN again from its own
+  // CHALLENGE (the real agent's flow); otherwise the caller drives barrier phases (phase()).
+  // `first_alone` (pipelined): agent 0 connects and joins alone; the other K-1 connect when its
+  // Joined arrives (with a secret the job's key is then registered, so their opens can go
+  // through unchallenged).
   Bench(asio::io_context& io, std::size_t k, std::optional<std::string> secret, std::string run_id,
-        bool pipelined)
-      : io_(io), secret_(std::move(secret)), run_id_(std::move(run_id)), pipelined_(pipelined) {
+        bool pipelined, bool first_alone)
+      : io_(io),
+        secret_(std::move(secret)),
+        run_id_(std::move(run_id)),
+        pipelined_(pipelined),
+        first_alone_(first_alone) {
     for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io, i));
   }
 
-  // Issues the K connects; each completion starts reading (and, pipelined, the agent's join).
+  // Issues the K connects (first_alone: agent 0's; the rest on its Joined); each completion
+  // starts reading (and, pipelined, the agent's join).
   void open(const tcp::endpoint& endpoint) {
-    for (auto& a : agents_) {
-      a->socket.async_connect(endpoint, [this, agent = a.get()](boost::system::error_code ec) {
+    endpoint_ = endpoint;
+    connect(0, first_alone_ ? 1 : agents_.size());
+  }
+  bool connect_failed() const { return connect_failed_; }
+
+  void connect(std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+      Agent* a = agents_[i].get();
+      a->socket.async_connect(endpoint_, [this, agent = a](boost::system::error_code ec) {
         if (ec) {
           std::cerr << "connect failed: " << ec.message() << "\n";
           connect_failed_ = true;
@@ -119,11 +151,10 @@ class Bench {
         agent->connected = true;
         if (++connected_ == agents_.size()) all_connected_ = Clock::now();
         read(*agent);
-        if (pipelined_) send(*agent, secret_ ? hello(*agent) : join(*agent));
+        if (pipelined_) send(*agent, secret_ ? open_signed(*agent) : join(*agent));
       });
     }
   }
-  bool connect_failed() const { return connect_failed_; }
 
   // Runs until `done` holds for every agent; false on a timeout or a protocol error.
   template <typename Done>
@@ -154,27 +185,51 @@ class Bench {
   Agent& agent(std::size_t i) { return *agents_[i]; }
   bool secret() const { return secret_.has_value(); }
   Clock::time_point all_connected() const { return all_connected_; }
-  Clock::time_point all_challenged() const { return all_challenged_; }
+  // The first and the last CHALLENGE received, and how many agents got one (--secret).
+  Clock::time_point first_challenge() const { return first_challenge_; }
+  Clock::time_point last_challenge() const { return last_challenge_; }
+  std::size_t challenged() const { return challenged_; }
 
-  // --secret: what agent `a` sends first, as RdzvClient::join() does: the job key is derived
-  // (kept in `a`), then AUTH_HELLO.
+  // --secret, pipelined: what agent `a` sends first, as RdzvClient::open_signed() does: the
+  // job key is derived (kept in `a`), then AUTH_OPEN (its own nonce and wall clock) and its
+  // JOIN as frame 0 MACed over the open's challenge, in one write.
+  std::string open_signed(Agent& a) {
+    a.key = auth::job_key(*secret_, run_id_);
+    auto nonce = auth::random_bytes32();
+    if (!nonce) {
+      std::cerr << "no nonce: " << nonce.status().message() << "\n";
+      protocol_error_ = true;
+      return {};
+    }
+    rdzv::AuthOpen open;
+    open.run_id = run_id_;
+    open.nonce = *nonce;
+    open.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+    a.in_force = auth::open_challenge(open.nonce, open.unix_ms);
+    return rdzv::encode_auth_open(open) + join(a);
+  }
+
+  // --secret, phased: AUTH_HELLO (the challenged way); the job key is derived first.
   std::string hello(Agent& a) {
     a.key = auth::job_key(*secret_, run_id_);
     return rdzv::encode_auth_hello(run_id_);
   }
 
-  // Agent `a`'s JOIN: as is, or (--secret, after its CHALLENGE) signed, with the key wrap when
-  // the CHALLENGE said the job is not keyed yet.
+  // Agent `a`'s JOIN: as is, or (--secret) signed under the challenge in force, with the key
+  // wrap when it is the daemon's and its CHALLENGE said the job is not keyed yet.
   std::string join(Agent& a) {
     return outgoing(a, m::encode_request(join_request(run_id_, agents_.size(), a.index)), true);
   }
 
-  // What agent `a` sends for native request `bytes`: as is, or (--secret, after its handshake)
-  // signed; a JOIN carries the key wrap when the CHALLENGE said the job is not keyed yet.
+  // What agent `a` sends for native request `bytes`: as is, or (--secret) signed under the
+  // challenge in force with the next counter; a JOIN under a daemon CHALLENGE that said the job
+  // is not keyed yet carries the key wrap.
   std::string outgoing(Agent& a, std::string bytes, bool is_join) {
     if (!secret_) return bytes;
     std::optional<auth::KeyWrap> wrap;
-    if (is_join && !a.challenge->job_keyed) {
+    if (is_join && a.challenge && !a.challenge->job_keyed) {
       auto w = auth::wrap_job_key(a.key, a.challenge->daemon_public, a.challenge->challenge);
       if (!w) {
         std::cerr << "key wrap failed: " << w.status().message() << "\n";
@@ -203,8 +258,7 @@ class Bench {
 
   std::string sign(Agent& a, std::string_view request, const std::optional<auth::KeyWrap>& wrap) {
     const std::string covered = rdzv::auth_covered(wrap, request);
-    const auth::Mac mac =
-        auth::frame_mac(a.key, a.challenge->challenge, a.counter, run_id_, covered);
+    const auth::Mac mac = auth::frame_mac(a.key, *a.in_force, a.counter, run_id_, covered);
     return rdzv::encode_auth_frame(a.counter++, mac, covered);
   }
 
@@ -217,9 +271,20 @@ class Bench {
                       });
   }
 
+  // A CHALLENGE: the answer to AUTH_HELLO (phased), or (pipelined) to an open the daemon did
+  // not take, whose optimistic JOIN it dropped unread: the JOIN goes again as frame 0 under
+  // the daemon's challenge, as RdzvClient::on_challenge() does.
   void on_challenge(Agent& a, const rdzv::ChallengeMessage& c) {
+    if (a.challenge) {
+      std::cerr << "agent " << a.index << " got a second CHALLENGE\n";
+      protocol_error_ = true;
+      return;
+    }
     a.challenge = c;
-    if (++challenged_ == agents_.size()) all_challenged_ = Clock::now();
+    a.in_force = c.challenge;
+    a.counter = 0;
+    last_challenge_ = Clock::now();
+    if (challenged_++ == 0) first_challenge_ = last_challenge_;
     if (pipelined_) send(a, join(a));
   }
 
@@ -246,6 +311,9 @@ class Bench {
               return;
             }
             used += d.consumed;
+            if (std::holds_alternative<m::Joined>(d.message) && first_alone_ && a.index == 0) {
+              connect(1, agents_.size());
+            }
             if (auto* r = std::get_if<m::RoundComplete>(&d.message)) a.round = *r;
             if (auto* s = std::get_if<m::StopWorkers>(&d.message)) a.stop = *s;
             if (auto* f = std::get_if<m::JobFinished>(&d.message)) a.finished = *f;
@@ -265,12 +333,15 @@ class Bench {
   std::size_t connected_ = 0;
   std::size_t challenged_ = 0;
   Clock::time_point all_connected_{};
-  Clock::time_point all_challenged_{};
+  Clock::time_point first_challenge_{};
+  Clock::time_point last_challenge_{};
   bool connect_failed_ = false;
   bool protocol_error_ = false;
   std::optional<std::string> secret_;
   std::string run_id_;
   bool pipelined_;
+  bool first_alone_;
+  tcp::endpoint endpoint_;
 };
 
 void raise_open_file_limit() {
@@ -326,8 +397,14 @@ int main(int argc, char** argv) {
   app.add_option("--secret", secret, "Authenticate every agent with this job secret");
   bool phased = false;
   app.add_flag("--phased", phased,
-               "Barrier phases (all connect, all handshake, all JOIN) instead of each agent "
-               "going on by itself; for the per-phase breakdown");
+               "Barrier phases (all connect, all AUTH_HELLO -> CHALLENGE, all JOIN) instead of "
+               "each agent going on by itself; the per-phase breakdown of the challenged way "
+               "(with --secret every agent is challenged, no AUTH_OPEN)");
+  bool first_alone = false;
+  app.add_flag("--first-alone", first_alone,
+               "Pipelined: agent 0 connects and joins alone, the others connect when its Joined "
+               "arrives (with --secret the job's key is then known to the daemon)")
+      ->excludes("--phased");
   unsigned hold_s = 0;
   app.add_option("--hold", hold_s,
                  "After the round completes, keep the job running this many seconds (< 30)")
@@ -337,7 +414,7 @@ int main(int argc, char** argv) {
 
   asio::io_context io(1);
   Bench bench(io, k, secret.empty() ? std::nullopt : std::optional<std::string>(secret), run_id,
-              !phased);
+              !phased, first_alone);
   std::uint64_t world = 0;
   for (std::size_t i = 0; i < k; ++i) world += join_request(run_id, k, i).node.local_world_size;
   const tcp::endpoint endpoint(asio::ip::make_address(host), port);
@@ -346,7 +423,9 @@ int main(int argc, char** argv) {
   auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   nlohmann::json out = {{"agents", k},
                         {"auth", !secret.empty()},
-                        {"flow", phased ? "phased" : "pipelined"},
+                        {"flow", phased        ? "phased"
+                                 : first_alone ? "first_alone"
+                                               : "pipelined"},
                         {"world_size", world}};
 
   const auto c0 = Clock::now();
@@ -379,8 +458,12 @@ int main(int argc, char** argv) {
     return 1;
   } else {
     out["connect_s"] = seconds(bench.all_connected() - c0);
-    if (bench.secret()) out["challenge_s"] = seconds(bench.all_challenged() - c0);
+    if (bench.secret() && bench.challenged() > 0) {
+      out["first_challenge_s"] = seconds(bench.first_challenge() - c0);
+      out["challenge_s"] = seconds(bench.last_challenge() - c0);
+    }
   }
+  out["challenged"] = bench.challenged();
   out["rendezvous_s"] = seconds(Clock::now() - c0);
   if (auto bad = check_assignments(bench, world); !bad.empty()) {
     std::cerr << "wrong assignment: " << bad << "\n";

@@ -1,8 +1,11 @@
 """Reads rdzv_bench JSON lines on stdin; prints markdown tables (median per K, flow and mode:
-unauthenticated, and authenticated with job secrets) and the secret / plain ratios.
+unauthenticated, and authenticated with job secrets; with the median number of agents the
+daemon challenged) and the secret / plain ratios.
 The goal of issue 21 (secret within 10 % of plain) is judged on the pipelined rendezvous, first
 connect -> every agent assigned, where each simulated agent goes on by itself as a real agent
-does. The phased flow (barriers between connect, handshake and join) shows where the time goes;
+does: all agents at once (on a daemon that learns the job's key by trust on first use, every
+open then arrives before the key is known and is challenged), and agent 0 first (rdzv_bench
+--first-alone: the others open once the key is known). The phased flow (barriers between connect, handshake and join) shows where the time goes;
 the CPU columns show what a secret costs the daemon and the K agents."""
 import json
 import statistics
@@ -21,6 +24,10 @@ def med(rs, key):
     return statistics.median(r.get(key, 0.0) for r in rs) * 1000
 
 
+def challenged(rs):
+    return "%g" % statistics.median(r.get("challenged", 0) for r in rs)
+
+
 def cells(rs, keys):
     return ["%.1f" % med(rs, key) for key in keys]
 
@@ -37,28 +44,35 @@ def mode(auth):
     return "secret" if auth else "plain"
 
 
-print("Pipelined (each agent connects, handshakes and joins by itself, as real agents do):")
+PIPELINED = {"pipelined": "all at once", "first_alone": "agent 0 first"}
+print("Pipelined (each agent connects and joins by itself, as real agents do; with a secret:")
+print("AUTH_OPEN + signed JOIN in one write, the JOIN again under a CHALLENGE when challenged;")
+print("all agents at once, or agent 0 first and the others on its Joined):")
 print()
-table(["agents K", "mode", "world size",
+table(["agents K", "start", "mode", "world size", "challenged agents",
        "rendezvous: first connect -> all assigned (ms)", "per agent (us)",
        "last connection up (ms)", "last CHALLENGE in (ms)",
        "teardown: failure -> last StopWorkers (ms)", "stop reports -> all JobFinished (ms)",
        "daemon CPU per run (ms)", "bench (K agents) CPU per run (ms)"],
-      ["---:", "---"] + ["---:"] * 9,
-      [[k, mode(auth), rs[0]["world_size"], "%.1f" % med(rs, "rendezvous_s"),
+      ["---:", "---", "---"] + ["---:"] * 10,
+      [[k, PIPELINED[flow], mode(auth), rs[0]["world_size"], challenged(rs),
+        "%.1f" % med(rs, "rendezvous_s"),
         "%.1f" % (med(rs, "rendezvous_s") * 1000 / k), "%.1f" % med(rs, "connect_s"),
-        "%.1f" % med(rs, "challenge_s") if auth else "-"]
+        "%.1f" % med(rs, "challenge_s") if auth and "challenge_s" in rs[0] else "-"]
        + cells(rs, ("stop_s", "finish_s", "daemon_cpu_s", "bench_cpu_s"))
-       for (flow, k, auth), rs in sorted(rows.items()) if flow == "pipelined"])
+       for (flow, k, auth), rs in sorted(rows.items(),
+                                         key=lambda i: (i[0][1], i[0][0] != "pipelined", i[0][2]))
+       if flow in PIPELINED])
 
-print("Phased (barriers: all connect, then all AUTH_HELLO -> CHALLENGE, then all JOIN):")
+print("Phased (barriers: all connect, then all AUTH_HELLO -> CHALLENGE, then all JOIN;")
+print("the challenged way, every agent challenged):")
 print()
-table(["agents K", "mode", "connect: all connections up (ms)",
+table(["agents K", "mode", "challenged agents", "connect: all connections up (ms)",
        "handshake: AUTH_HELLO -> all CHALLENGEs (ms)", "join: JOIN -> all assigned (ms)",
        "rendezvous: first connect -> all assigned (ms)", "daemon CPU per run (ms)",
        "bench (K agents) CPU per run (ms)"],
-      ["---:", "---"] + ["---:"] * 6,
-      [[k, mode(auth)]
+      ["---:", "---"] + ["---:"] * 7,
+      [[k, mode(auth), challenged(rs)]
        + cells(rs, ("connect_s", "handshake_s", "join_s", "rendezvous_s", "daemon_cpu_s",
                     "bench_cpu_s"))
        for (flow, k, auth), rs in sorted(rows.items()) if flow == "phased"])
@@ -76,6 +90,9 @@ print()
 COLUMNS = (("pipelined rendezvous (the goal: <= 1.10)", "pipelined", "rendezvous_s"),
            ("pipelined daemon CPU", "pipelined", "daemon_cpu_s"),
            ("pipelined bench CPU", "pipelined", "bench_cpu_s"),
+           ("agent 0 first: rendezvous", "first_alone", "rendezvous_s"),
+           ("agent 0 first: daemon CPU", "first_alone", "daemon_cpu_s"),
+           ("agent 0 first: bench CPU", "first_alone", "bench_cpu_s"),
            ("pipelined teardown", "pipelined", "stop_s"),
            ("pipelined finish", "pipelined", "finish_s"),
            ("phased rendezvous", "phased", "rendezvous_s"),
