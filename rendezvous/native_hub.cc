@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "common/wall_clock.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::rendezvous {
@@ -14,39 +15,12 @@ using rendezvous::membership::Clock;
 // A deadline timer this late means the daemon did not run (it is normally a few ms late).
 constexpr auto kPausedAfter = std::chrono::milliseconds(500);
 
-namespace {
-
-std::int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-const char* describe(auth::OpenVerdict verdict) {
-  switch (verdict) {
-    case auth::OpenVerdict::kAccept:
-      return "accepted";
-    case auth::OpenVerdict::kUnknownKey:
-      return "the job's key is not known yet";
-    case auth::OpenVerdict::kOutsideWindow:
-      return "its clock is outside the window";
-    case auth::OpenVerdict::kTooSoonAfterStart:
-      return "the daemon started too recently";
-    case auth::OpenVerdict::kSeen:
-      return "its nonce was used before";
-    case auth::OpenVerdict::kMemoryFull:
-      return "too many recent opens";
-  }
-  return "?";
-}
-
-}  // namespace
-
 NativeHub::NativeHub(boost::asio::any_io_executor executor,
                      rendezvous::membership::RegistryOptions options, AuthOptions auth)
     : registry_(options),
       gate_(auth.require_secret, unix_ms_now(), auth.open_rules),
-      timer_(std::move(executor)) {
+      timer_(executor),
+      parking_timer_(std::move(executor)) {
   for (auto& pinned : auth.pinned) gate_.pin(pinned.run_id, pinned.key, pinned.fresh);
   if (auto pair = auth::generate_key_pair()) {
     daemon_key_ = *pair;
@@ -94,86 +68,6 @@ void NativeHub::refuse(rendezvous::membership::NodeId id, const Status& why) {
   deliver({{id, rendezvous::membership::ErrorEvent{why.code(), why.message()}}});
 }
 
-auth::ConnectionAuth* NativeHub::bind(rendezvous::membership::NodeId id,
-                                      const std::string& run_id) {
-  if (peers_.find(id) == peers_.end()) return nullptr;
-  // A key whose job has gone (finished and forgotten, or never formed) is forgotten too.
-  if (registry_.find(run_id) == nullptr) gate_.settle(run_id, false);
-  if (auth_.count(id) != 0) {
-    refuse(id, unauthenticated("AUTH_HELLO or AUTH_OPEN sent twice on one connection; open one "
-                               "connection per job"));
-    return nullptr;
-  }
-  if (!daemon_key_) {
-    refuse(id, internal_error("this daemon has no key pair for secrets"));
-    return nullptr;
-  }
-  auth::ConnectionAuth conn;
-  conn.run_id = run_id;
-  return &auth_.emplace(id, std::move(conn)).first->second;
-}
-
-void NativeHub::send_challenge(rendezvous::membership::NodeId id, auth::ConnectionAuth& conn) {
-  auto challenge = auth::random_bytes32();
-  if (!challenge) {
-    auth_.erase(id);
-    return refuse(id, challenge.status());
-  }
-  conn.challenge = *challenge;
-  peers_.at(id)->push(
-      encode_challenge({*challenge, gate_.keyed(conn.run_id), daemon_key_->public_key}));
-}
-
-void NativeHub::hello(rendezvous::membership::NodeId id, const std::string& run_id) {
-  if (auth::ConnectionAuth* conn = bind(id, run_id)) send_challenge(id, *conn);
-}
-
-void NativeHub::open(rendezvous::membership::NodeId id, const AuthOpen& open) {
-  auth::ConnectionAuth* conn = bind(id, open.run_id);
-  if (conn == nullptr) return;
-  const auth::OpenVerdict verdict = gate_.open(*conn, open.nonce, open.unix_ms, unix_ms_now());
-  if (verdict == auth::OpenVerdict::kAccept) {
-    ++open_counts_.without_challenge;
-    return;
-  }
-  ++open_counts_.challenged;
-  spdlog::debug("rendezvous node {} (job '{}') is challenged: {}", id, open.run_id,
-                describe(verdict));
-  conn->drop_next_frame = true;
-  send_challenge(id, *conn);
-}
-
-void NativeHub::handle_auth(rendezvous::membership::NodeId id, const AuthFrame& frame,
-                            rendezvous::membership::Request request) {
-  auto conn = auth_.find(id);
-  if (conn == auth_.end()) {
-    return refuse(id, unauthenticated("AUTH_FRAME before AUTH_HELLO; send AUTH_HELLO first"));
-  }
-  const auto* join = std::get_if<rendezvous::membership::JoinRequest>(&request);
-  auth::FrameCheck check;
-  check.counter = frame.counter;
-  check.mac = frame.mac;
-  check.wrap = frame.wrap;
-  check.covered = frame.covered;
-  check.is_join = join != nullptr;
-  if (join != nullptr) check.join_run_id = join->run_id;
-  if (conn->second.drop_next_frame) {
-    // The optimistic JOIN after an AUTH_OPEN that was answered with a CHALLENGE: it was MACed
-    // before the agent could see the challenge; the agent sends it again under it.
-    conn->second.drop_next_frame = false;
-    return gate_.dropped(conn->second, check, unix_ms_now());
-  }
-  const std::string run_id = conn->second.run_id;
-  if (Status s = gate_.verify(conn->second, check, registry_.find(run_id) != nullptr, *daemon_key_,
-                              unix_ms_now());
-      !s) {
-    return refuse(id, s);
-  }
-  const bool is_join = join != nullptr;
-  dispatch(id, std::move(request));
-  if (is_join) gate_.settle(run_id, registry_.find(run_id) != nullptr);
-}
-
 void NativeHub::touch(rendezvous::membership::NodeId id) {
   // Not a JOINed node yet: nothing to refresh (the registry's error reply is dropped).
   (void)registry_.handle(id, rendezvous::membership::Heartbeat{}, Clock::now());
@@ -182,6 +76,8 @@ void NativeHub::touch(rendezvous::membership::NodeId id) {
 
 void NativeHub::closed(rendezvous::membership::NodeId id) {
   if (peers_.erase(id) == 0) return;
+  // A registration it held ends: the opens parked behind it are judged now.
+  judge_parked(parking_.forget(id));
   auth_.erase(id);
   deliver(registry_.connection_closed(id, Clock::now()));
   rearm();
@@ -216,6 +112,7 @@ void NativeHub::stop() {
   drain_waiters_.clear();
   armed_.reset();
   timer_.cancel();
+  parking_timer_.cancel();
 }
 
 void NativeHub::deliver(const rendezvous::membership::Events& events) {

@@ -29,6 +29,7 @@
 #include "rendezvous/auth/gate.h"
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/registry.h"
+#include "rendezvous/open_parking.h"
 #include "rendezvous/protocol.h"
 
 namespace ddp::rendezvous {
@@ -72,7 +73,9 @@ class NativeHub {
   // AUTH_HELLO from `id`: binds the connection to `run_id` and pushes its CHALLENGE.
   void hello(rendezvous::membership::NodeId id, const std::string& run_id);
   // AUTH_OPEN from `id`: binds the connection to its run id; pushes nothing when the gate lets
-  // it go on without a challenge, else a CHALLENGE (and its next frame is dropped unread).
+  // it go on without a challenge, else a CHALLENGE (and its next frame is dropped unread). An
+  // open for a job whose key is being registered by its first JOIN waits for that (parked,
+  // with the frame that follows it; open_parking.h), then is judged.
   void open(rendezvous::membership::NodeId id, const AuthOpen& open);
   // One AUTH_FRAME from `id` and its decoded inner request: handled as handle() does once the
   // gate accepts it, else an ErrorEvent kUnauthenticated and nothing else.
@@ -108,6 +111,13 @@ class NativeHub {
   // after refusing (unknown peer, a second open, no key pair).
   auth::ConnectionAuth* bind(rendezvous::membership::NodeId id, const std::string& run_id);
   void send_challenge(rendezvous::membership::NodeId id, auth::ConnectionAuth& conn);
+  // The gate's verdict on an open: counted; anything but kAccept is challenged (and an unknown
+  // key starts a registration the job's other opens wait for).
+  void conclude_open(rendezvous::membership::NodeId id, auth::ConnectionAuth& conn,
+                     auth::OpenVerdict verdict);
+  // Judges opens whose wait ended, then handles the frames they held.
+  void judge_parked(std::vector<OpenParking::Parked> parked);
+  void rearm_parking();
   void dispatch(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
   void rearm();
   void on_timer();
@@ -120,9 +130,11 @@ class NativeHub {
   std::optional<auth::KeyPair> daemon_key_;  // for key wraps; none if getrandom failed
   std::unordered_map<rendezvous::membership::NodeId, auth::ConnectionAuth> auth_;
   OpenCounts open_counts_;
+  OpenParking parking_;
   bool exposed_ = false;
   bool warned_keyless_ = false;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer parking_timer_;                 // the earliest registration deadline
   std::optional<rendezvous::membership::TimePoint> armed_;  // the deadline the timer waits for
   std::unordered_map<rendezvous::membership::NodeId, NativePeer*> peers_;
   rendezvous::membership::NodeId next_id_ = 1;

@@ -6,6 +6,7 @@
 #include <boost/asio/write.hpp>
 #include <utility>
 
+#include "common/wall_clock.h"
 #include "rendezvous/framer.h"
 #include "rendezvous/membership/wire.h"
 
@@ -118,9 +119,7 @@ void RdzvClient::open_signed() {
   AuthOpen open;
   open.run_id = run_id_;
   open.nonce = *nonce;
-  open.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
+  open.unix_ms = unix_ms_now();
   challenge_ = auth::open_challenge(open.nonce, open.unix_ms);
   const std::string covered =
       auth_covered(std::nullopt, rendezvous::membership::encode_request(*held_join_));

@@ -16,12 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "common/wall_clock.h"
 #include "rendezvous/auth/auth.h"
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
 #include "tests/rendezvous/auth_agent.h"
+#include "tests/rendezvous/raw_agent.h"
 #include "tests/rendezvous/run_until.h"
 
 namespace ddp::rendezvous {
@@ -35,12 +37,6 @@ using test::run_until;
 const std::string kSecret = "0123456789abcdef-the-open-secret";
 const std::string kJob = "open-job";
 
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 m::JoinRequest join_request(const std::string& node) {
   m::JoinRequest r;
   r.run_id = kJob;
@@ -51,61 +47,12 @@ m::JoinRequest join_request(const std::string& node) {
   return r;
 }
 
-// What RdzvClient writes first: AUTH_OPEN and the JOIN signed over the open's challenge.
 std::string open_bytes(const m::JoinRequest& join, std::int64_t stamp) {
-  auto nonce = auth::random_bytes32();
-  REQUIRE(nonce);
-  const std::string covered = auth_covered(std::nullopt, m::encode_request(join));
-  const auth::Key key = auth::job_key(kSecret, kJob);
-  const auth::Mac mac = auth::frame_mac(key, auth::open_challenge(*nonce, stamp), 0, kJob, covered);
-  return encode_auth_open({kJob, *nonce, stamp}) + encode_auth_frame(0, mac, covered);
+  return test::open_bytes(kSecret, join, stamp);
 }
 
-// A raw connection that keeps everything the daemon sends.
-struct Raw {
-  explicit Raw(boost::asio::io_context& io) : socket(io) {}
-  tcp::socket socket;
-  std::string in;
-  std::array<char, 4096> buffer{};
-  std::string out;
-
-  void connect(boost::asio::io_context& io, std::uint16_t port) {
-    std::optional<boost::system::error_code> done;
-    socket.async_connect({boost::asio::ip::make_address("127.0.0.1"), port},
-                         [&](boost::system::error_code ec) { done = ec; });
-    REQUIRE(run_until(io, [&] { return done.has_value(); }));
-    REQUIRE_FALSE(*done);
-    read();
-  }
-  void send(std::string bytes) {
-    out = std::move(bytes);
-    boost::asio::async_write(socket, boost::asio::buffer(out),
-                             [](boost::system::error_code, std::size_t) {});
-  }
-  void read() {
-    socket.async_read_some(boost::asio::buffer(buffer),
-                           [this](boost::system::error_code ec, std::size_t n) {
-                             if (ec) return;
-                             in.append(buffer.data(), n);
-                             read();
-                           });
-  }
-  std::uint8_t first() const { return static_cast<std::uint8_t>(in.at(0)); }
-  // The pushes after `skip` bytes, decoded.
-  std::vector<m::Payload> pushes(std::size_t skip = 0) const {
-    std::vector<m::Payload> out_pushes;
-    std::string_view rest = std::string_view(in).substr(skip);
-    while (!rest.empty()) {
-      auto d = m::decode_push(rest);
-      if (d.state != m::DecodeState::kComplete) break;
-      out_pushes.push_back(d.message);
-      rest.remove_prefix(d.consumed);
-    }
-    return out_pushes;
-  }
-};
-
 using test::Agent;
+using test::Raw;
 using test::start_agent;
 
 std::unique_ptr<Agent> join_agent(boost::asio::io_context& io, std::uint16_t port,
@@ -134,7 +81,7 @@ TEST_CASE(
 
   Raw a(io);
   a.connect(io, port);
-  const std::string captured = open_bytes(join_request("a"), unix_ms());
+  const std::string captured = open_bytes(join_request("a"), unix_ms_now());
   a.send(captured);
   REQUIRE(run_until(io, [&] { return !a.pushes().empty(); }));
   CHECK(a.first() == m::kFirstPushType);  // JOINED first: no CHALLENGE came
@@ -175,7 +122,7 @@ TEST_CASE(
   Raw a(io);
   a.connect(io, (*server)->port());
   const m::JoinRequest join = join_request("a");
-  a.send(open_bytes(join, unix_ms() - 60'000));  // a clock a minute behind
+  a.send(open_bytes(join, unix_ms_now() - 60'000));  // a clock a minute behind
   REQUIRE(run_until(io, [&] { return a.in.size() >= kChallengeBytes; }));
   REQUIRE(a.first() == kChallengeType);
   auto challenge = parse_challenge(a.in);
