@@ -99,6 +99,7 @@ void RdzvClient::join(rendezvous::membership::JoinRequest request,
   if (secret_) {
     run_id_ = request.run_id;
     job_key_ = auth::job_key(*secret_, run_id_);
+    mac_key_.emplace(job_key_);
     held_join_ = std::move(request);
     open_signed();
     return;
@@ -123,7 +124,7 @@ void RdzvClient::open_signed() {
   challenge_ = auth::open_challenge(open.nonce, open.unix_ms);
   const std::string covered =
       auth_covered(std::nullopt, rendezvous::membership::encode_request(*held_join_));
-  const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
+  const auth::Mac mac = auth::frame_mac(*mac_key_, *challenge_, counter_, run_id_, covered);
   handshake_ = Handshake::kOpening;
   send(encode_auth_open(open) + encode_auth_frame(counter_++, mac, covered));
 }
@@ -162,7 +163,7 @@ void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
   }
   const std::string covered =
       auth_covered(wrap, rendezvous::membership::encode_request(*held_join_));
-  const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
+  const auth::Mac mac = auth::frame_mac(*mac_key_, *challenge_, counter_, run_id_, covered);
   send(encode_auth_frame(counter_++, mac, covered));
   opened();
 }
@@ -177,7 +178,7 @@ void RdzvClient::send_native(const rendezvous::membership::Request& request) {
   // may still be answered with a CHALLENGE, drop it).
   if (handshake_ != Handshake::kReady) return;
   const std::string covered = auth_covered(std::nullopt, bytes);
-  const auth::Mac mac = auth::frame_mac(job_key_, *challenge_, counter_, run_id_, covered);
+  const auth::Mac mac = auth::frame_mac(*mac_key_, *challenge_, counter_, run_id_, covered);
   send(encode_auth_frame(counter_++, mac, covered));
 }
 

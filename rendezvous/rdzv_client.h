@@ -175,6 +175,7 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   bool join_sent_ = false;  // store queries wait for it: only then are replies framed
   std::optional<std::string> secret_;
   auth::Key job_key_{};
+  std::optional<auth::MacKey> mac_key_;  // job_key_, made ready for this connection's frames
   std::string run_id_;
   std::optional<auth::Challenge> challenge_;
   // kHello: AUTH_HELLO sent, the CHALLENGE is owed; kOpening: AUTH_OPEN and the JOIN sent,

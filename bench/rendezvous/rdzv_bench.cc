@@ -64,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "common/wall_clock.h"
 #include "rendezvous/auth/auth.h"
 #include "rendezvous/auth/key_wrap.h"
 #include "rendezvous/membership/wire.h"
@@ -101,6 +102,7 @@ struct Agent {
   std::deque<std::string> out;  // every write of this agent (kept until the run ends)
   // --secret: the job key, derived by this agent when it opens (AUTH_OPEN or AUTH_HELLO).
   auth::Key key{};
+  std::optional<auth::MacKey> mac_key;  // `key` made ready, as RdzvClient keeps it
   // --secret: the challenge its frames are MACed over (its open's, or the daemon's), and the
   // counter of its next frame.
   std::optional<auth::Challenge> in_force;
@@ -195,6 +197,7 @@ class Bench {
   // JOIN as frame 0 MACed over the open's challenge, in one write.
   std::string open_signed(Agent& a) {
     a.key = auth::job_key(*secret_, run_id_);
+    a.mac_key.emplace(a.key);
     auto nonce = auth::random_bytes32();
     if (!nonce) {
       std::cerr << "no nonce: " << nonce.status().message() << "\n";
@@ -204,9 +207,7 @@ class Bench {
     rdzv::AuthOpen open;
     open.run_id = run_id_;
     open.nonce = *nonce;
-    open.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+    open.unix_ms = ddp::unix_ms_now();
     a.in_force = auth::open_challenge(open.nonce, open.unix_ms);
     return rdzv::encode_auth_open(open) + join(a);
   }
@@ -214,6 +215,7 @@ class Bench {
   // --secret, phased: AUTH_HELLO (the challenged way); the job key is derived first.
   std::string hello(Agent& a) {
     a.key = auth::job_key(*secret_, run_id_);
+    a.mac_key.emplace(a.key);
     return rdzv::encode_auth_hello(run_id_);
   }
 
@@ -258,7 +260,7 @@ class Bench {
 
   std::string sign(Agent& a, std::string_view request, const std::optional<auth::KeyWrap>& wrap) {
     const std::string covered = rdzv::auth_covered(wrap, request);
-    const auth::Mac mac = auth::frame_mac(a.key, *a.in_force, a.counter, run_id_, covered);
+    const auth::Mac mac = auth::frame_mac(*a.mac_key, *a.in_force, a.counter, run_id_, covered);
     return rdzv::encode_auth_frame(a.counter++, mac, covered);
   }
 

@@ -3,7 +3,7 @@
 namespace ddp::rendezvous::auth {
 
 void Gate::pin(std::string run_id, const Key& key, bool fresh) {
-  keys_[std::move(run_id)] = Entry{key, true, fresh};
+  keys_.insert_or_assign(std::move(run_id), Entry(key, true, fresh));
 }
 
 bool Gate::keyed(std::string_view run_id) const {
@@ -40,7 +40,7 @@ void Gate::dropped(const ConnectionAuth& conn, const FrameCheck& frame, std::int
   auto it = keys_.find(conn.run_id);
   if (!conn.opened || it == keys_.end()) return;
   const Mac expected =
-      frame_mac(it->second.key, open_challenge(conn.opened->nonce, conn.opened->stamp_ms),
+      frame_mac(it->second.mac, open_challenge(conn.opened->nonce, conn.opened->stamp_ms),
                 frame.counter, conn.run_id, frame.covered);
   if (same_mac(expected, frame.mac)) {
     open_guard_.remember(conn.opened->nonce, conn.opened->stamp_ms, now_unix_ms);
@@ -56,10 +56,10 @@ Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exis
                            "' on a connection opened for job '" + run_id +
                            "'; open one connection per job");
   }
-  Key key{};
-  bool fresh = false;
+  Mac expected{};
+  std::optional<Key> fresh;  // the key a first JOIN registers (trust on first use)
   if (auto it = keys_.find(run_id); it != keys_.end()) {
-    key = it->second.key;
+    expected = frame_mac(it->second.mac, conn.challenge, frame.counter, run_id, frame.covered);
   } else if (job_exists) {
     return unauthenticated("job '" + run_id +
                            "' runs without a secret and this agent has one; every agent of a "
@@ -71,10 +71,9 @@ Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exis
   } else {
     auto unwrapped = unwrap_job_key(*frame.wrap, daemon, conn.challenge);
     if (!unwrapped) return unwrapped.status();
-    key = *unwrapped;
-    fresh = true;
+    fresh = *unwrapped;
+    expected = frame_mac(*fresh, conn.challenge, frame.counter, run_id, frame.covered);
   }
-  const Mac expected = frame_mac(key, conn.challenge, frame.counter, run_id, frame.covered);
   if (!same_mac(expected, frame.mac)) {
     return unauthenticated("job '" + run_id +
                            "' refused this agent: its secret does not match the job's; every "
@@ -103,7 +102,7 @@ Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exis
     if (!frame.is_join) {
       return unauthenticated("job '" + run_id + "' is unknown to this daemon; send JOIN first");
     }
-    candidate_.emplace(run_id, key);
+    candidate_.emplace(run_id, *fresh);
   }
   return Status::ok();
 }
@@ -114,7 +113,7 @@ void Gate::settle(const std::string& run_id, bool job_exists) {
   auto it = keys_.find(run_id);
   if (it == keys_.end()) {
     if (candidate && candidate->first == run_id && job_exists) {
-      keys_.emplace(run_id, Entry{candidate->second, false});
+      keys_.emplace(run_id, Entry(candidate->second, false, false));
     }
     return;
   }

@@ -101,9 +101,11 @@ class Gate {
 
  private:
   struct Entry {
-    Key key{};
-    bool pinned = false;
-    bool fresh = false;
+    explicit Entry(const Key& key, bool is_pinned, bool is_fresh)
+        : mac(key), pinned(is_pinned), fresh(is_fresh) {}
+    MacKey mac;  // the key made ready: one per job, used for every frame of it
+    bool pinned;
+    bool fresh;
   };
   bool require_secret_;
   OpenGuard open_guard_;

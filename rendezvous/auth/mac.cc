@@ -3,7 +3,8 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
-#include "common/byte_codec.h"
+#include <cstring>
+
 #include "rendezvous/auth/auth.h"
 
 namespace ddp::rendezvous::auth {
@@ -67,23 +68,66 @@ Key job_key(std::string_view secret, std::string_view run_id) {
   return hmac_sha256(secret, data);
 }
 
+MacKey::MacKey(std::string_view key) {
+  const EVP_MAC_CTX* tmpl = hmac_template();
+  ctx_ = tmpl != nullptr ? EVP_MAC_CTX_dup(tmpl) : nullptr;
+  if (ctx_ != nullptr && EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()),
+                                      key.size(), nullptr) != 1) {
+    EVP_MAC_CTX_free(ctx_);
+    ctx_ = nullptr;
+  }
+}
+
+MacKey::~MacKey() { EVP_MAC_CTX_free(ctx_); }
+
+MacKey::MacKey(MacKey&& other) noexcept : ctx_(other.ctx_) { other.ctx_ = nullptr; }
+
+MacKey& MacKey::operator=(MacKey&& other) noexcept {
+  if (this != &other) {
+    EVP_MAC_CTX_free(ctx_);
+    ctx_ = other.ctx_;
+    other.ctx_ = nullptr;
+  }
+  return *this;
+}
+
+Mac MacKey::mac(std::initializer_list<std::string_view> parts) {
+  Mac out{};
+  if (ctx_ == nullptr) return out;
+  // A null key restarts from the key schedule kept by the context (OpenSSL's HMAC).
+  if (EVP_MAC_init(ctx_, nullptr, 0, nullptr) != 1) return out;
+  for (std::string_view part : parts) {
+    if (EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(part.data()), part.size()) !=
+        1) {
+      return Mac{};
+    }
+  }
+  std::size_t len = 0;
+  if (EVP_MAC_final(ctx_, out.data(), &len, out.size()) != 1) return Mac{};
+  return out;
+}
+
+Mac frame_mac(MacKey& key, const Challenge& challenge, std::uint64_t counter,
+              std::string_view run_id, std::string_view covered) {
+  char numbers[16];
+  const std::uint64_t run_id_size = run_id.size();
+  std::memcpy(numbers, &counter, 8);
+  std::memcpy(numbers + 8, &run_id_size, 8);
+  return key.mac({kFrameLabel, view(challenge), std::string_view(numbers, 16), run_id, covered});
+}
+
 Mac frame_mac(const Key& key, const Challenge& challenge, std::uint64_t counter,
               std::string_view run_id, std::string_view covered) {
-  std::string data;
-  data.reserve(kFrameLabel.size() + 48 + run_id.size() + covered.size());
-  data.append(kFrameLabel);
-  data.append(view(challenge));
-  bytes::put<std::uint64_t>(data, counter);
-  bytes::put<std::uint64_t>(data, run_id.size());
-  data.append(run_id);
-  data.append(covered);
-  return hmac_sha256(view(key), data);
+  MacKey ready(key);
+  return frame_mac(ready, challenge, counter, run_id, covered);
 }
 
 Challenge open_challenge(const Nonce& nonce, std::int64_t unix_ms) {
-  std::string data(view(nonce));
-  bytes::put<std::int64_t>(data, unix_ms);
-  return hmac_sha256(kOpenLabel, data);
+  // The label is the key: made ready once per thread.
+  thread_local MacKey label(kOpenLabel);
+  char stamp[8];
+  std::memcpy(stamp, &unix_ms, 8);
+  return label.mac({view(nonce), std::string_view(stamp, 8)});
 }
 
 std::string to_hex(std::string_view bytes) {

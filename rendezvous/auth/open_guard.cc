@@ -3,13 +3,6 @@
 #include <limits>
 
 namespace ddp::rendezvous::auth {
-namespace {
-
-std::string key_of(const Nonce& nonce) {
-  return std::string(reinterpret_cast<const char*>(nonce.data()), nonce.size());
-}
-
-}  // namespace
 
 OpenVerdict OpenGuard::judge(const Nonce& nonce, std::int64_t stamp_ms, std::int64_t now_ms,
                              bool fresh_key) const {
@@ -23,15 +16,14 @@ OpenVerdict OpenGuard::judge(const Nonce& nonce, std::int64_t stamp_ms, std::int
   if (!fresh_key && stamp_ms < started_ms_ + rules_.window_ms) {
     return OpenVerdict::kTooSoonAfterStart;
   }
-  if (seen_.count(key_of(nonce)) != 0) return OpenVerdict::kSeen;
+  if (seen_.count(nonce) != 0) return OpenVerdict::kSeen;
   if (seen_.size() >= rules_.max_remembered) return OpenVerdict::kMemoryFull;
   return OpenVerdict::kAccept;
 }
 
 bool OpenGuard::remember(const Nonce& nonce, std::int64_t stamp_ms, std::int64_t now_ms) {
   expire(now_ms);
-  std::string key = key_of(nonce);
-  if (!seen_.insert(key).second) return false;
+  if (!seen_.insert(nonce).second) return false;
   // Until no clock within the window of the stamp can pass it (a stamp from the future is
   // kept until it is past), plus a window for the daemon's own clock being stepped back.
   const std::int64_t latest = stamp_ms > now_ms ? stamp_ms : now_ms;
@@ -39,7 +31,7 @@ bool OpenGuard::remember(const Nonce& nonce, std::int64_t stamp_ms, std::int64_t
   if (__builtin_add_overflow(latest, 2 * rules_.window_ms, &forget_at)) {
     forget_at = std::numeric_limits<std::int64_t>::max();
   }
-  expiry_.emplace(forget_at, std::move(key));
+  expiry_.emplace(forget_at, nonce);
   return true;
 }
 

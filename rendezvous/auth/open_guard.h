@@ -32,8 +32,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
-#include <string>
 #include <unordered_set>
 #include <utility>
 
@@ -78,8 +78,16 @@ class OpenGuard {
 
   std::int64_t started_ms_;
   OpenRules rules_;
-  std::unordered_set<std::string> seen_;
-  std::multimap<std::int64_t, std::string> expiry_;  // forget at -> nonce
+  // Nonces are random (only those whose MAC verified are kept): their first bytes hash well.
+  struct NonceHash {
+    std::size_t operator()(const Nonce& n) const {
+      std::size_t h = 0;
+      std::memcpy(&h, n.data(), sizeof h);
+      return h;
+    }
+  };
+  std::unordered_set<Nonce, NonceHash> seen_;
+  std::multimap<std::int64_t, Nonce> expiry_;  // forget at -> nonce
 };
 
 }  // namespace ddp::rendezvous::auth

@@ -48,6 +48,22 @@ TEST_CASE("HMAC-SHA256 gives the RFC 4231 known answers", "[auth]") {
         "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
 }
 
+TEST_CASE("a MacKey gives hmac_sha256's tags, call after call, and survives a move", "[auth]") {
+  const std::string key(20, '\x0b');
+  MacKey ready(key);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(hex(ready.mac({"Hi ", "", "There"})) ==
+          "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    CHECK(ready.mac({"other", " data"}) == hmac_sha256(key, "other data"));
+  }
+  MacKey moved(std::move(ready));
+  CHECK(moved.mac({"x"}) == hmac_sha256(key, "x"));
+  const Key job = job_key("sixteen-byte-secret", "job-a");
+  MacKey job_ready(job);
+  CHECK(frame_mac(job_ready, filled(7), 3, "job-a", "bytes") ==
+        frame_mac(job, filled(7), 3, "job-a", "bytes"));
+}
+
 TEST_CASE("job keys are bound to the run id and frame MACs to every input", "[auth]") {
   const Key a = job_key("sixteen-byte-secret", "job-a");
   CHECK(a == job_key("sixteen-byte-secret", "job-a"));
