@@ -56,11 +56,12 @@ daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {pri
 results=()
 for k in $AGENTS; do
   for ((i = 0; i < REPEAT; i++)); do
-    for flow in pipelined first_alone phased; do
+    for flow in pipelined first_alone first_alone_prepared phased; do
       for mode in plain auth; do
         args=()
         [[ $flow == phased ]] && args+=(--phased)
-        [[ $flow == first_alone ]] && args+=(--first-alone)
+        [[ $flow == first_alone* ]] && args+=(--first-alone)
+        [[ $flow == *prepared ]] && args+=(--prepared)
         [[ $mode == auth ]] && args+=(--secret "bench-secret-$k-$i-0123456789abcdef")
         before=$(daemon_ns)
         line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$flow-$mode-$k-$i" "${args[@]}")
