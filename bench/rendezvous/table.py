@@ -1,12 +1,13 @@
 """Reads rdzv_bench JSON lines on stdin; prints markdown tables (median per K, flow and mode:
 unauthenticated, and authenticated with job secrets; with the median number of agents the
 daemon challenged) and the secret / plain ratios.
-The goal of issue 21 (secret within 10 % of plain) is judged on the pipelined rendezvous, first
-connect -> every agent assigned, where each simulated agent goes on by itself as a real agent
-does: all agents at once (on a daemon that learns the job's key by trust on first use, every
-open then arrives before the key is known and is challenged), and agent 0 first (rdzv_bench
---first-alone: the others open once the key is known). The phased flow (barriers between connect, handshake and join) shows where the time goes;
-the CPU columns show what a secret costs the daemon and the K agents."""
+Pipelined flows (each simulated agent goes on by itself, as a real agent does): all at once
+(on a daemon that learns the job's key by trust on first use, the first open is challenged and
+the others wait for its JOIN), agent 0 first (rdzv_bench --first-alone: the others open once
+the key is known), and the same with every agent's first write built before the timed run
+(--prepared: real agents build theirs on their own hosts, in parallel). The phased flow
+(barriers between connect, handshake and join) shows the challenged way apart; the CPU columns
+show what a secret costs the daemon and the K agents. docs/security.md "Cost" reads them."""
 import json
 import statistics
 import sys
@@ -91,9 +92,9 @@ def ratio(flow, k, key):
 
 print("Secret / plain (ratio of the medians):")
 print()
-COLUMNS = (("pipelined rendezvous (the goal: <= 1.10)", "pipelined", "rendezvous_s"),
-           ("pipelined daemon CPU", "pipelined", "daemon_cpu_s"),
-           ("pipelined bench CPU", "pipelined", "bench_cpu_s"),
+COLUMNS = (("all at once: rendezvous", "pipelined", "rendezvous_s"),
+           ("all at once: daemon CPU", "pipelined", "daemon_cpu_s"),
+           ("all at once: bench CPU", "pipelined", "bench_cpu_s"),
            ("agent 0 first: rendezvous", "first_alone", "rendezvous_s"),
            ("agent 0 first: daemon CPU", "first_alone", "daemon_cpu_s"),
            ("agent 0 first: bench CPU", "first_alone", "bench_cpu_s"),
