@@ -9,11 +9,14 @@
 // Threading: the server's io_context thread only (one thread, no locks). Every call may push
 // to any registered peer before returning (delivery is synchronous: peer->push queues bytes).
 // Calls may nest (a push that makes a peer close calls closed() from inside a delivery).
-// Lifetime: owned by SessionContext; stop() cancels the timer so the io_context can finish.
+// Lifetime: owned by SessionContext; stop() cancels the timers so the io_context can finish.
 //
-// Job secrets (issue 21): a connection that sends AUTH_HELLO gets a CHALLENGE and from then on
-// sends AUTH_FRAMEs only; the auth::Gate decides (rendezvous/auth/gate.h). A refused request
-// changes nothing and gets an ErrorEvent kUnauthenticated on its own connection.
+// Job secrets (issue 21; native_hub_auth.cc): a connection that sends AUTH_HELLO gets a
+// CHALLENGE, one that sends AUTH_OPEN goes on without one when the gate admits it (else a
+// CHALLENGE, or it waits while its job's key is being registered: open_parking.h), and from
+// then on it sends AUTH_FRAMEs only; the auth::Gate decides (rendezvous/auth/gate.h). A refused
+// request changes nothing and gets an ErrorEvent kUnauthenticated on its own connection.
+// Lifetime also covers the parking timer (the earliest registration deadline).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
