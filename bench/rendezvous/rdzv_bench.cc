@@ -39,6 +39,11 @@
 // process on its own host, in parallel with the others; this one thread would otherwise build
 // K of them in series inside the timed window. What is then timed is the daemon and the
 // sockets; the bench's CPU figure still includes the preparation.
+// --range FROM:TO: this process simulates only agents FROM..TO-1 of the K-agent job; another
+// process runs the rest (run.sh: agent 0 alone, as a first agent on its own host whose round
+// trip does not queue behind the others' connects). Agent 0's process reports the failure;
+// each process checks its own agents' assignments. --start-at T: issue the first connect at
+// wall clock T (unix ms), so processes sharing a job start together.
 // --hold N: between the rendezvous and stop, the job stays running with K nodes for N seconds.
 // --secret S: every agent authenticates as ddprun's agents do (job secrets): it derives the job
 // key (one HMAC, as RdzvClient::join() does per connection) and signs its JOIN, pipelined over
@@ -67,7 +72,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/wall_clock.h"
@@ -129,16 +136,20 @@ class Bench {
   // `first_alone` (pipelined): agent 0 connects and joins alone; the other K-1 connect when its
   // Joined arrives (with a secret the job's key is then registered, so their opens can go
   // through unchallenged).
-  Bench(asio::io_context& io, std::size_t k, std::optional<std::string> secret, std::string run_id,
-        bool pipelined, bool first_alone, bool prepared)
+  // This process simulates agents [from, to) of a job of `k` agents (all of them by default).
+  Bench(asio::io_context& io, std::size_t k, std::size_t from, std::size_t to,
+        std::optional<std::string> secret, std::string run_id, bool pipelined, bool first_alone,
+        bool prepared)
       : io_(io),
+        k_(k),
         secret_(std::move(secret)),
         run_id_(std::move(run_id)),
         pipelined_(pipelined),
         first_alone_(first_alone),
         prepared_(prepared) {
-    for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io, i));
+    for (std::size_t i = from; i < to; ++i) agents_.push_back(std::make_unique<Agent>(io, i));
   }
+  std::size_t job_agents() const { return k_; }
 
   // --prepared: builds every agent's first write now, before anything is timed.
   void prepare() {
@@ -239,7 +250,7 @@ class Bench {
   // Agent `a`'s JOIN: as is, or (--secret) signed under the challenge in force, with the key
   // wrap when it is the daemon's and its CHALLENGE said the job is not keyed yet.
   std::string join(Agent& a) {
-    return outgoing(a, m::encode_request(join_request(run_id_, agents_.size(), a.index)), true);
+    return outgoing(a, m::encode_request(join_request(run_id_, k_, a.index)), true);
   }
 
   // What agent `a` sends for native request `bytes`: as is, or (--secret) signed under the
@@ -347,6 +358,7 @@ class Bench {
   }
 
   asio::io_context& io_;
+  std::size_t k_;  // the job's agents, in this process or not
   std::vector<std::unique_ptr<Agent>> agents_;
   std::size_t checked_ = 0;
   std::size_t connected_ = 0;
@@ -383,19 +395,21 @@ double own_cpu_seconds() {
 // Group ranks a permutation, offsets = prefix sums of local world sizes, one store address.
 std::string check_assignments(const Bench& bench, std::uint64_t world) {
   const auto& agents = bench.agents();
-  std::vector<const m::RoundComplete*> by_rank(agents.size(), nullptr);
+  std::vector<const m::RoundComplete*> by_rank(bench.job_agents(), nullptr);
   for (const auto& a : agents) {
     const auto& r = *a->round;
-    if (r.group_rank >= agents.size() || by_rank[r.group_rank]) return "group ranks collide";
+    if (r.group_rank >= by_rank.size() || by_rank[r.group_rank]) return "group ranks collide";
     if (r.world_size != world) return "world sizes differ";
+    if (r.store_port != agents[0]->round->store_port ||
+        r.store_addr != agents[0]->round->store_addr) {
+      return "agents disagree on the store address";
+    }
     by_rank[r.group_rank] = &r;
   }
+  if (agents.size() < by_rank.size()) return "";  // --range: the others are another process's
   std::uint64_t offset = 0;
   for (const auto* r : by_rank) {
     if (r->rank_offset != offset) return "rank offsets are not prefix sums";
-    if (r->store_port != by_rank[0]->store_port || r->store_addr != by_rank[0]->store_addr) {
-      return "agents disagree on the store address";
-    }
     offset += r->local_world_size;
   }
   return "";
@@ -430,6 +444,15 @@ int main(int argc, char** argv) {
                "Pipelined: build every agent's first write before the first connect (real agents "
                "build theirs on their own hosts in parallel), so no client crypto is timed")
       ->excludes("--phased");
+  std::string range;
+  app.add_option("--range", range,
+                 "FROM:TO: this process simulates only agents FROM..TO-1 of the --agents job "
+                 "(another process runs the others, e.g. agent 0 alone: a first agent on its "
+                 "own host); agent 0's process reports the failure");
+  double start_at = 0;
+  app.add_option("--start-at", start_at,
+                 "Wall clock (unix ms, fractions allowed) at which to issue the first connect, so "
+                 "that processes sharing one job start together");
   unsigned hold_s = 0;
   app.add_option("--hold", hold_s,
                  "After the round completes, keep the job running this many seconds (< 30)")
@@ -437,9 +460,26 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   raise_open_file_limit();
 
+  std::size_t from = 0;
+  std::size_t to = k;
+  if (!range.empty()) {
+    const auto colon = range.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument(range);
+      from = std::stoul(range.substr(0, colon));
+      to = std::stoul(range.substr(colon + 1));
+    } catch (const std::exception&) {
+      std::cerr << "rdzv_bench: --range " << range << " is not FROM:TO\n";
+      return 2;
+    }
+    if (from >= to || to > k || phased || first_alone) {
+      std::cerr << "rdzv_bench: --range needs 0 <= FROM < TO <= --agents, pipelined\n";
+      return 2;
+    }
+  }
   asio::io_context io(1);
-  Bench bench(io, k, secret.empty() ? std::nullopt : std::optional<std::string>(secret), run_id,
-              !phased, first_alone, prepared);
+  Bench bench(io, k, from, to, secret.empty() ? std::nullopt : std::optional<std::string>(secret),
+              run_id, !phased, first_alone, prepared);
   std::uint64_t world = 0;
   for (std::size_t i = 0; i < k; ++i) world += join_request(run_id, k, i).node.local_world_size;
   const tcp::endpoint endpoint(asio::ip::make_address(host), port);
@@ -447,8 +487,10 @@ int main(int argc, char** argv) {
   auto assigned = [](const Agent& a) { return a.round.has_value(); };
   auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   nlohmann::json out = {{"agents", k},
+                        {"simulated", to - from},
                         {"auth", !secret.empty()},
-                        {"flow", phased                    ? "phased"
+                        {"flow", !range.empty()            ? "split"
+                                 : phased                  ? "phased"
                                  : first_alone && prepared ? "first_alone_prepared"
                                  : first_alone             ? "first_alone"
                                  : prepared                ? "prepared"
@@ -456,6 +498,11 @@ int main(int argc, char** argv) {
                         {"world_size", world}};
 
   if (prepared) bench.prepare();
+  if (start_at > 0) {
+    std::this_thread::sleep_until(std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::duration<double, std::milli>(start_at))));
+  }
   const auto c0 = Clock::now();
   bench.open(endpoint);
   if (phased) {
@@ -501,7 +548,7 @@ int main(int argc, char** argv) {
   const std::uint64_t round = bench.agents()[0]->round->round;
   auto stop = bench.phase(
       [&](std::size_t i) {
-        if (i != 0) return std::string();
+        if (bench.agent(i).index != 0) return std::string();
         m::Failure f;
         f.exit_code = 3;
         f.message = "bench failure";
@@ -512,9 +559,10 @@ int main(int argc, char** argv) {
   if (!stop) return std::cerr << "stop phase timed out\n", 1;
   auto finish = bench.phase(
       [&](std::size_t i) {
-        return i == 0 ? std::string()
-                      : bench.outgoing(bench.agent(i), m::encode_request(m::WorkersStopped{round}),
-                                       false);
+        return bench.agent(i).index == 0
+                   ? std::string()
+                   : bench.outgoing(bench.agent(i), m::encode_request(m::WorkersStopped{round}),
+                                    false);
       },
       [](const Agent& a) { return a.finished.has_value(); }, limit);
   if (!finish) return std::cerr << "finish phase timed out\n", 1;

@@ -56,7 +56,7 @@ daemon_ns() { cat /proc/"$daemon_pid"/task/*/schedstat | awk '{s += $1} END {pri
 results=()
 for k in $AGENTS; do
   for ((i = 0; i < REPEAT; i++)); do
-    for flow in pipelined first_alone first_alone_prepared phased; do
+    for flow in pipelined split first_alone first_alone_prepared phased; do
       for mode in plain auth; do
         args=()
         [[ $flow == phased ]] && args+=(--phased)
@@ -64,7 +64,22 @@ for k in $AGENTS; do
         [[ $flow == *prepared ]] && args+=(--prepared)
         [[ $mode == auth ]] && args+=(--secret "bench-secret-$k-$i-0123456789abcdef")
         before=$(daemon_ns)
-        line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$flow-$mode-$k-$i" "${args[@]}")
+        if [[ $flow == split ]]; then
+          # Agent 0 in a process of its own (a first agent on its own host) and the K-1 others
+          # in this bench's usual one process, starting 0.3 ms after it: agent 0's open reaches
+          # the daemon first and, with a secret, registers the job's key while the others'
+          # opens arrive (they wait for it, parked). The line is the K-1 agents' process's.
+          t0=$(awk -v n="$(date +%s.%N)" 'BEGIN { printf "%.3f", n * 1000 + 300 }')
+          "$BENCH" --port "$port" --agents "$k" --run-id "bench-$flow-$mode-$k-$i" --range 0:1 \
+            --start-at "$t0" "${args[@]}" > /dev/null &
+          first=$!
+          line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$flow-$mode-$k-$i" \
+            --range "1:$k" --start-at "$(awk -v t="$t0" 'BEGIN { printf "%.3f", t + 0.3 }')" \
+            "${args[@]}")
+          wait "$first"
+        else
+          line=$("$BENCH" --port "$port" --agents "$k" --run-id "bench-$flow-$mode-$k-$i" "${args[@]}")
+        fi
         after=$(daemon_ns)
         results+=("${line%\}},\"daemon_cpu_s\":$(awk -v t=$((after - before)) 'BEGIN{print t / 1e9}')}")
       done

@@ -5,7 +5,8 @@ Pipelined flows (each simulated agent goes on by itself, as a real agent does): 
 (on a daemon that learns the job's key by trust on first use, the first open is challenged and
 the others wait for its JOIN), agent 0 first (rdzv_bench --first-alone: the others open once
 the key is known), and the same with every agent's first write built before the timed run
-(--prepared: real agents build theirs on their own hosts, in parallel). The phased flow
+(--prepared: real agents build theirs on their own hosts, in parallel), and agent 0 in a
+process of its own with the others 0.3 ms later (run.sh's "split": rdzv_bench --range). The phased flow
 (barriers between connect, handshake and join) shows the challenged way apart; the CPU columns
 show what a secret costs the daemon and the K agents. docs/security.md "Cost" reads them."""
 import json
@@ -46,9 +47,10 @@ def mode(auth):
 
 
 PIPELINED = {"pipelined": "all at once", "prepared": "all at once, first writes prepared",
+             "split": "agent 0 in its own process, the others 0.3 ms later",
              "first_alone": "agent 0 first",
              "first_alone_prepared": "agent 0 first, first writes prepared"}
-ORDER = {"pipelined": 0, "prepared": 1, "first_alone": 2, "first_alone_prepared": 3}
+ORDER = {"pipelined": 0, "prepared": 1, "split": 2, "first_alone": 3, "first_alone_prepared": 4}
 print("Pipelined (each agent connects and joins by itself, as real agents do; with a secret:")
 print("AUTH_OPEN + signed JOIN in one write, the JOIN again under a CHALLENGE when challenged;")
 print("all agents at once, or agent 0 first and the others on its Joined; \"prepared\": every")
@@ -95,6 +97,8 @@ print()
 COLUMNS = (("all at once: rendezvous", "pipelined", "rendezvous_s"),
            ("all at once: daemon CPU", "pipelined", "daemon_cpu_s"),
            ("all at once: bench CPU", "pipelined", "bench_cpu_s"),
+           ("agent 0 in its own process: rendezvous", "split", "rendezvous_s"),
+           ("agent 0 in its own process: daemon CPU", "split", "daemon_cpu_s"),
            ("agent 0 first: rendezvous", "first_alone", "rendezvous_s"),
            ("agent 0 first: daemon CPU", "first_alone", "daemon_cpu_s"),
            ("agent 0 first: bench CPU", "first_alone", "bench_cpu_s"),
