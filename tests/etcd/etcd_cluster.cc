@@ -156,7 +156,10 @@ EtcdCluster::~EtcdCluster() {
 
 std::string EtcdCluster::endpoints_text() const {
   std::string out;
-  for (const auto& e : endpoints_) out += (out.empty() ? "" : ",") + e.to_string();
+  for (const auto& e : endpoints_) {
+    if (!out.empty()) out += ',';
+    out += e.to_string();  // appended, not "," + ...: GCC 12 warns falsely on that (-Wrestrict)
+  }
   return out;
 }
 
