@@ -1,6 +1,28 @@
 #include "rendezvous/framer.h"
 
 namespace ddp::rendezvous {
+namespace {
+
+// AUTH_HELLO or AUTH_OPEN as parsed, into `frame`: incomplete, malformed, or complete as `kind`
+// with the value handed to `keep`. True when complete.
+template <typename T, typename Keep>
+bool take(Parsed<T> parsed, FrameKind kind, Frame& frame, Keep keep) {
+  if (parsed.state == ParseState::kIncomplete) {
+    frame.needed = parsed.needed;
+    return false;
+  }
+  if (parsed.state == ParseState::kError) {
+    frame.kind = FrameKind::kError;
+    frame.error = "malformed rendezvous request: " + parsed.error;
+    return false;
+  }
+  frame.kind = kind;
+  frame.consumed = parsed.consumed;
+  keep(std::move(parsed.value));
+  return true;
+}
+
+}  // namespace
 
 void put_store_reply(std::string& out, std::string_view reply) {
   put_u8(out, kStoreReplyType);
@@ -41,32 +63,16 @@ Frame Framer::next_auth(std::uint8_t type, std::string_view input) {
   Frame frame;
   const AuthLimits limits{wire_.max_name_bytes, wire_.max_message_bytes};
   if (type == kAuthHelloType) {
-    auto hello = parse_auth_hello(input, limits);
-    if (hello.state == ParseState::kIncomplete) {
-      frame.needed = hello.needed;
-    } else if (hello.state == ParseState::kError) {
-      frame.kind = FrameKind::kError;
-      frame.error = "malformed rendezvous request: " + hello.error;
-    } else {
+    if (take(parse_auth_hello(input, limits), FrameKind::kAuthHello, frame,
+             [&](std::string run_id) { frame.hello_run_id = std::move(run_id); })) {
       native_mode_ = true;
-      frame.kind = FrameKind::kAuthHello;
-      frame.consumed = hello.consumed;
-      frame.hello_run_id = std::move(hello.value);
     }
     return frame;
   }
   if (type == kAuthOpenType) {
-    auto open = parse_auth_open(input, limits);
-    if (open.state == ParseState::kIncomplete) {
-      frame.needed = open.needed;
-    } else if (open.state == ParseState::kError) {
-      frame.kind = FrameKind::kError;
-      frame.error = "malformed rendezvous request: " + open.error;
-    } else {
+    if (take(parse_auth_open(input, limits), FrameKind::kAuthOpen, frame,
+             [&](AuthOpen open) { frame.open = std::move(open); })) {
       native_mode_ = true;
-      frame.kind = FrameKind::kAuthOpen;
-      frame.consumed = open.consumed;
-      frame.open = std::move(open.value);
     }
     return frame;
   }

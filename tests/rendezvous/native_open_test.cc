@@ -37,15 +37,7 @@ using test::run_until;
 const std::string kSecret = "0123456789abcdef-the-open-secret";
 const std::string kJob = "open-job";
 
-m::JoinRequest join_request(const std::string& node) {
-  m::JoinRequest r;
-  r.run_id = kJob;
-  r.config.min_nodes = 2;
-  r.config.max_nodes = 2;
-  r.config.keep_alive_interval = 10s;  // the raw agents never heartbeat
-  r.node = {node, "127.0.0.1", 40000, 1};
-  return r;
-}
+m::JoinRequest join_request(const std::string& node) { return test::join_request(kJob, 2, node); }
 
 std::string open_bytes(const m::JoinRequest& join, std::int64_t stamp) {
   return test::open_bytes(kSecret, join, stamp);

@@ -32,15 +32,7 @@ const std::string kSecret = "0123456789abcdef-the-parking-secret";
 const std::string kJob = "parked-job";
 constexpr std::size_t kChallengeBytes = 66;
 
-m::JoinRequest join_request(const std::string& node) {
-  m::JoinRequest r;
-  r.run_id = kJob;
-  r.config.min_nodes = 3;
-  r.config.max_nodes = 3;
-  r.config.keep_alive_interval = 10s;  // the raw agents never heartbeat
-  r.node = {node, "127.0.0.1", 40000, 1};
-  return r;
-}
+m::JoinRequest join_request(const std::string& node) { return test::join_request(kJob, 3, node); }
 
 // A standalone daemon (no pinned key) past its start rule.
 struct Daemon {

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,19 @@
 #include "tests/rendezvous/run_until.h"
 
 namespace ddp::rendezvous::test {
+
+// A JOIN of node `node` for a job of exactly `nodes` nodes; raw agents never heartbeat, so the
+// keep-alive is long.
+inline membership::JoinRequest join_request(const std::string& run_id, std::uint32_t nodes,
+                                            const std::string& node) {
+  membership::JoinRequest r;
+  r.run_id = run_id;
+  r.config.min_nodes = nodes;
+  r.config.max_nodes = nodes;
+  r.config.keep_alive_interval = std::chrono::seconds(10);
+  r.node = {node, "127.0.0.1", 40000, 1};
+  return r;
+}
 
 // What RdzvClient writes first: AUTH_OPEN and the JOIN signed over the open's challenge.
 inline std::string open_bytes(const std::string& secret, const membership::JoinRequest& join,
