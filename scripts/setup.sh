@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing from Debian's archive (apt-get update only when something
 # must be installed), then configures and builds Release into build/ (binaries in
-# build/bin/). Idempotent: a second run installs nothing and rebuilds only what changed.
+# build/bin/), and makes the PyTorch 2.x root the tests use. Idempotent: a second run
+# installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,7 @@ PACKAGES=(
   etcd-server etcd-client python3-etcd libssl-dev
   openssh-server openssh-client
   slurm-client slurmctld slurmd munge
+  debootstrap
 )
 
 missing=()
@@ -27,6 +29,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# PyTorch 2.x beside the build: a Debian 13 root (scripts/torch2_root.sh; never fails the set-up).
+scripts/torch2_root.sh
 
 BUILD_DIR=${BUILD_DIR:-build}
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then

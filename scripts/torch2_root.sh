@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Makes (once) and mounts (after every boot) a Debian 13 root with PyTorch 2.x beside the build,
+# so tests can run workers, torchrun and the worker SDK under PyTorch 2.x: python3-torch and
+# libtorch-dev 2.6 from Debian's archive, and what the SDK needs to build there.
+#
+#   scripts/torch2_root.sh          make what is missing, mount, say where the root is
+#   DDP_TORCH2_ROOT=DIR             where the root lives (default /var/lib/ddprun/trixie)
+#   DDP_NO_TORCH2=1                 do nothing (tests that need PyTorch 2.x are then Skipped)
+#
+# Idempotent: a root with every package is not touched again; only mounts that are missing are
+# made. It never fails the set-up: when the root cannot be made (no root privileges, no archive)
+# it says why on one line and the tests that need it report Skipped with that reason.
+# Workers run inside it through scripts/torch2-python (chroot shares the host's network, /tmp
+# and /dev/shm, and this checkout is bound at its own path, so a worker inside talks to ddprun's stores on loopback).
+set -uo pipefail
+
+ROOT=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie}
+CHECKOUT=$(cd "$(dirname "$0")/.." && pwd -P)
+PACKAGES=(python3-torch libtorch-dev libgloo-dev python3-etcd
+          g++ cmake ninja-build pkg-config nlohmann-json3-dev libspdlog-dev)
+
+say() { echo "torch2 root: $*"; }
+give_up() {
+  say "not made: $* (tests that need PyTorch 2.x will be Skipped)"
+  exit 0
+}
+
+[[ ${DDP_NO_TORCH2:-} == 1 ]] && give_up "DDP_NO_TORCH2=1"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  sudo -n true 2>/dev/null || give_up "chroot and mounts need root or password-less sudo"
+  SUDO="sudo"
+fi
+
+# The archive this machine's apt uses (deb822 sources or a one-line sources.list).
+mirror() {
+  local uri
+  uri=$(grep -hsm1 '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}')
+  [[ -n $uri ]] || uri=$(grep -hsm1 '^deb ' /etc/apt/sources.list | awk '{print $2}')
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+
+mount_once() {  # mount_once TARGET ARGS...: mount unless TARGET is a mount point already
+  local target=$1
+  shift
+  mountpoint -q "$target" || $SUDO mount "$@" "$target"
+}
+
+mount_all() {
+  mount_once "$ROOT/proc" -t proc proc
+  mount_once "$ROOT/sys" -t sysfs sysfs
+  local d
+  for d in dev dev/pts dev/shm tmp; do
+    mount_once "$ROOT/$d" --bind "/$d"
+  done
+  # This checkout at its own path, so test scripts and built programs have one path in both.
+  $SUDO mkdir -p "$ROOT$CHECKOUT"
+  mount_once "$ROOT$CHECKOUT" --bind "$CHECKOUT"
+  $SUDO cp /etc/hosts "$ROOT/etc/hosts"  # gloo and torchrun resolve this host's name
+}
+
+installed() {
+  local p
+  for p in "${PACKAGES[@]}"; do
+    $SUDO chroot "$ROOT" dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+      grep -q "install ok installed" || return 1
+  done
+}
+
+if [[ ! -x $ROOT/usr/bin/apt-get ]]; then
+  command -v debootstrap >/dev/null || give_up "debootstrap is not installed"
+  say "making $ROOT (debootstrap trixie from $(mirror))"
+  $SUDO mkdir -p "$ROOT"
+  $SUDO debootstrap --variant=minbase trixie "$ROOT" "$(mirror)" >/tmp/ddp_debootstrap.log 2>&1 ||
+    give_up "debootstrap failed (log: /tmp/ddp_debootstrap.log)"
+fi
+mount_all || give_up "cannot mount proc, sys, dev and tmp into $ROOT"
+if ! installed; then
+  say "installing ${PACKAGES[*]}"
+  $SUDO chroot "$ROOT" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
+    bash -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${PACKAGES[*]}" \
+    >/tmp/ddp_torch2_packages.log 2>&1 ||
+    give_up "apt-get in the root failed (log: /tmp/ddp_torch2_packages.log)"
+fi
+version=$($SUDO chroot "$ROOT" /usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>&1) ||
+  give_up "torch does not import in the root: $version"
+say "$ROOT, PyTorch $version"
