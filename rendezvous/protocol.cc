@@ -8,9 +8,12 @@
 namespace ddp::rendezvous {
 namespace {
 
-constexpr std::array<Op, 9> kLegacyOps = {Op::kSet,        Op::kCompareSet, Op::kGet,
-                                          Op::kAdd,        Op::kCheck,      Op::kWait,
-                                          Op::kGetNumKeys, Op::kWatchKey,   Op::kDeleteKey};
+// 1.13's numbering; PyTorch 2.0 and 2.1 kept it and appended APPEND .. CANCEL_WAIT (9 .. 12),
+// which no 1.13 client sends, so one table serves all three.
+constexpr std::array<Op, 13> kLegacyOps = {
+    Op::kSet,      Op::kCompareSet, Op::kGet,       Op::kAdd,       Op::kCheck,
+    Op::kWait,     Op::kGetNumKeys, Op::kWatchKey,  Op::kDeleteKey, Op::kAppend,
+    Op::kMultiGet, Op::kMultiSet,   Op::kCancelWait};
 constexpr std::array<Op, 18> kModernOps = {
     Op::kValidate,   Op::kSet,        Op::kCompareSet, Op::kGet,      Op::kAdd,      Op::kCheck,
     Op::kWait,       Op::kGetNumKeys, Op::kDeleteKey,  Op::kAppend,   Op::kMultiGet, Op::kMultiSet,

@@ -32,12 +32,13 @@
 //   QUEUE_LEN     key                          i64
 //   LIST          -                            i64 n, n x key str
 //
-//   query type byte   1.13 (Legacy113)   >= 2.2 (Modern)
-//   VALIDATE          -                  0
-//   SET .. GETNUMKEYS 0 .. 6             1 .. 7
-//   WATCH_KEY         7                  -
-//   DELETE_KEY        8                  8
-//   APPEND .. LIST    -                  9 .. 17
+//   query type byte   1.13 .. 2.1 (Legacy113)   >= 2.2 (Modern)
+//   VALIDATE          -                         0
+//   SET .. GETNUMKEYS 0 .. 6                    1 .. 7
+//   WATCH_KEY         7                         -
+//   DELETE_KEY        8                         8
+//   APPEND .. CANCEL  9 .. 12 (2.0 and 2.1)     9 .. 12
+//   PING .. LIST      -                         13 .. 17
 //   0x80 .. 0xFF      reserved for ddprun's native rendezvous operations (no PyTorch
 //                     version uses them). This parser rejects them; the session's Framer
 //                     (framer.h) routes 0x80..0x8F to membership/wire.h before it is called.
@@ -84,8 +85,9 @@
 // AuthLimits::max_run_id_bytes, n <= AuthLimits::max_request_bytes.
 //
 // Dialect detection: a modern client always opens with `00 CE F7 85 3C` (VALIDATE + magic);
-// a 1.13 client cannot (a SET would declare a ~1 GB key). A strict prefix of those bytes
-// needs more input; anything else is the 1.13 numbering.
+// a 1.13 .. 2.1 client cannot (a SET would declare a ~1 GB key). A strict prefix of those bytes
+// needs more input; anything else is the 1.13 numbering, which 2.0 and 2.1 only extended (their
+// APPEND .. CANCEL_WAIT take codes 1.13 never sends), so one numbering serves 1.13 to 2.1.
 #pragma once
 
 #include <cstddef>

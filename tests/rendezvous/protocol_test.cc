@@ -43,6 +43,15 @@ std::vector<Case> all_cases() {
   c.push_back({legacy, {.op = Op::kGetNumKeys}, byte(6)});
   c.push_back({legacy, {.op = Op::kWatchKey, .key = "w"}, byte(7) + str("w")});
   c.push_back({legacy, {.op = Op::kDeleteKey, .key = "k"}, byte(8) + str("k")});
+  // PyTorch 2.0 and 2.1: the 1.13 numbering with four ops appended.
+  c.push_back(
+      {legacy, {.op = Op::kAppend, .key = "k", .value = "x"}, byte(9) + str("k") + str("x")});
+  c.push_back(
+      {legacy, {.op = Op::kMultiGet, .keys = {"a", "b"}}, byte(10) + u64(2) + str("a") + str("b")});
+  c.push_back({legacy,
+               {.op = Op::kMultiSet, .keys = {"a"}, .values = {"1"}},
+               byte(11) + u64(1) + str("a") + str("1")});
+  c.push_back({legacy, {.op = Op::kCancelWait}, byte(12)});
 
   c.push_back({modern, {.op = Op::kValidate, .word = kValidateMagic}, byte(0) + u32(0x3C85F7CE)});
   c.push_back({modern, {.op = Op::kSet, .key = bin, .value = "v"}, byte(1) + str(bin) + str("v")});
@@ -117,14 +126,17 @@ TEST_CASE("ops exist only in their own numbering", "[protocol]") {
   CHECK(wire_code(Dialect::kModern, Op::kDeleteKey) == 8);
   CHECK(op_from_wire(Dialect::kLegacy113, 7) == Op::kWatchKey);
   CHECK(op_from_wire(Dialect::kModern, 7) == Op::kGetNumKeys);
-  CHECK_FALSE(op_from_wire(Dialect::kLegacy113, 9).has_value());
+  CHECK(op_from_wire(Dialect::kLegacy113, 9) == Op::kAppend);  // 2.0 and 2.1
+  CHECK(op_from_wire(Dialect::kLegacy113, 12) == Op::kCancelWait);
+  CHECK_FALSE(op_from_wire(Dialect::kLegacy113, 13).has_value());
+  CHECK_FALSE(encode_request(Dialect::kLegacy113, {.op = Op::kPing}).has_value());
   CHECK_FALSE(op_from_wire(Dialect::kModern, 18).has_value());
 }
 
 TEST_CASE("unknown query types are errors, including the native range", "[protocol]") {
-  auto legacy = parse_request(Dialect::kLegacy113, byte(9), Limits{});
+  auto legacy = parse_request(Dialect::kLegacy113, byte(13), Limits{});
   CHECK(legacy.state == ParseState::kError);
-  CHECK_THAT(legacy.error, Catch::Contains("unknown query type 9"));
+  CHECK_THAT(legacy.error, Catch::Contains("unknown query type 13"));
   auto native = parse_request(Dialect::kModern, byte(0x80) + "xyz", Limits{});
   CHECK(native.state == ParseState::kError);
   CHECK_THAT(native.error, Catch::Contains("native"));

@@ -112,6 +112,22 @@ class Wire(unittest.TestCase):
             c.sendall(b"\x02" + s("/missing"))                      # GET of a missing key
             self.assertEqual(recv_vec(c), b"")
 
+    def test_pytorch_20_21_queries(self):
+        # PyTorch 2.0 and 2.1 send no VALIDATE and number ops as 1.13 does, plus APPEND,
+        # MULTI_GET, MULTI_SET and CANCEL_WAIT as 9 .. 12.
+        with connect(self.d.port) as c, connect(self.d.port) as writer:
+            c.sendall(b"\x00" + s("/t/a") + s("1"))                 # SET
+            c.sendall(b"\x09" + s("/t/a") + s("2"))                 # APPEND
+            c.sendall(b"\x0b" + u64(2) + s("/t/b") + s("B") + s("/t/c") + s(""))  # MULTI_SET
+            c.sendall(b"\x0a" + u64(3) + s("/t/a") + s("/t/b") + s("/t/c"))     # MULTI_GET
+            self.assertEqual([recv_vec(c) for _ in range(3)], [b"12", b"B", b""])
+            c.sendall(b"\x05" + u64(1) + s("/t/later"))             # WAIT, then
+            c.sendall(b"\x0c")                                      # CANCEL_WAIT
+            self.assertEqual(recv_exact(c, 1), b"\x01")
+            writer.sendall(b"\x00" + s("/t/later") + s("now"))     # no late STOP_WAITING:
+            c.sendall(b"\x02" + s("/t/a"))                          # the next reply is GET's
+            self.assertEqual(recv_vec(c), b"12")
+
     def test_legacy_wait_is_parked_until_the_key_is_written(self):
         with connect(self.d.port) as waiter, connect(self.d.port) as writer:
             waiter.sendall(b"\x05" + u64(2) + s("w1") + s("w2"))
@@ -181,7 +197,7 @@ class Wire(unittest.TestCase):
         # 0x80..0x8F are native rendezvous requests (rendezvous/framer.h): a JOIN declaring a
         # 1 GB run id is refused from its length; 0x90 and up are never valid from a client.
         bad_join = b"\x80" + u64(1 << 30)
-        for payload in (b"\x09", MODERN_VALIDATE + b"\x12", MODERN_VALIDATE + b"\x90",
+        for payload in (b"\x0d", MODERN_VALIDATE + b"\x12", MODERN_VALIDATE + b"\x90",
                         MODERN_VALIDATE + b"\xff", bad_join, MODERN_VALIDATE + bad_join):
             with connect(self.d.port) as c:
                 c.sendall(payload)
