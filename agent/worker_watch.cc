@@ -11,9 +11,10 @@
 namespace ddp::agent {
 namespace {
 
+// python3, python3.11, or a wrapper named so (a venv's or a chroot's: scripts/torch2-python).
 bool runs_python(const std::vector<std::string>& argv) {
   if (argv.empty()) return false;
-  return std::filesystem::path(argv[0]).filename().string().starts_with("python");
+  return std::filesystem::path(argv[0]).filename().string().find("python") != std::string::npos;
 }
 
 int stack_signal() { return SIGRTMIN + 3; }
@@ -77,7 +78,7 @@ Status WorkerWatch::start(EnvMap& base_env) {
     base_env["TORCHELASTIC_TIMER_FILE"] = path.string();
     spdlog::info("serving the file timer at {}", path.string());
   }
-  if (stacks_ && python_) {
+  if (python_) {  // the stack part acts only with DDPRUN_STACK_*; the store part always
     const auto hook = runtime_dir_ / "python";
     std::error_code ec;
     std::filesystem::create_directory(hook, ec);
