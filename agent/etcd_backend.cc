@@ -293,11 +293,7 @@ void EtcdBackend::deliver_round(const membership::RoundComplete& r) {
                r.round, r.group_rank, r.group_world_size, r.rank_offset,
                r.rank_offset + r.local_world_size - 1, r.world_size, r.restart_count,
                round.store_addr, round.store_port);
-  if (r.group_rank == 0) {
-    if (Status s = servers_.begin_store_round(); !s) {
-      return lost(Status(s.code(), "cannot restart the worker store: " + s.message()));
-    }
-  }
+  if (r.group_rank == 0) servers_.begin_store_round();
   first_round_seen_ = true;
   progress_.stop();
   running_round_ = r.round;

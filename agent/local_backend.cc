@@ -39,6 +39,7 @@ void LocalBackend::join(RendezvousEvents& events) {
 }
 
 void LocalBackend::start_round() {
+  if (round_ != 0) store_->reset_store();
   Round r;
   r.round = ++round_;
   r.restart_count = restart_count_;

@@ -2,7 +2,9 @@
 // group rank 0 of 1 in every round, and it decides restarts itself as the daemon would for a
 // job: a failure report starts the next round (restart count + 1, attempt directory + 1) while
 // --max-restarts allows, else ends the job with the root cause's exit code (the earliest
-// failure, as the daemon picks it). It holds the workers' store from start to close().
+// failure, as the daemon picks it). It holds the workers' store from start to close(), on one
+// port; every round after the first gets it empty (Server::reset_store): a failure is reported
+// once every worker of the round is reaped, so no key of an earlier attempt is ever seen.
 //
 // Threading: the agent's io_context thread; events are posted, never delivered inside a call.
 #pragma once

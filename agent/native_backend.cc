@@ -148,11 +148,7 @@ void NativeBackend::on_round(const membership::RoundComplete& r) {
                r.round, r.group_rank, r.group_world_size, r.rank_offset,
                r.rank_offset + r.local_world_size - 1, r.world_size, r.restart_count,
                round.store_addr, round.store_port);
-  if (r.group_rank == 0) {
-    if (Status s = servers_.begin_store_round(); !s) {
-      return lost(Status(s.code(), "cannot restart the worker store: " + s.message()));
-    }
-  }
+  if (r.group_rank == 0) servers_.begin_store_round();
   events_->on_round(round);
 }
 

@@ -92,9 +92,7 @@ Status NodeServers::start_store() {
   rendezvous::ServerOptions options = server_base();
   // The address this node advertises is the MASTER_ADDR its workers get when it is group rank 0.
   options.host = store_bind_host(config_.local_addr);
-  options.port = store_port_ != 0            ? store_port_
-                 : config_.master_port_given ? config_.master_port
-                                             : 0;
+  options.port = config_.master_port_given ? config_.master_port : 0;
   auto store = rendezvous::Server::start(io_, options);
   if (!store) {
     return Status(store.status().code(),
@@ -109,15 +107,10 @@ std::string NodeServers::daemon_host() const {
   return daemon_connect_host_.empty() ? rdzv_.host : daemon_connect_host_;
 }
 
-Status NodeServers::begin_store_round() {
-  if (store_ == nullptr) return Status::ok();
-  if (store_used_) {
-    store_->stop();
-    retired_stores_.push_back(std::move(store_));
-    if (Status s = start_store(); !s) return s;
-  }
+void NodeServers::begin_store_round() {
+  rendezvous::Server* store = store_ ? store_.get() : daemon_.get();  // static: the daemon
+  if (store != nullptr && store_used_) store->reset_store();
   store_used_ = true;
-  return Status::ok();
 }
 
 void NodeServers::when_drained(std::function<void()> done) {

@@ -6,9 +6,11 @@
 //    the static backend node rank 0 hosts it on --master-addr:--master-port, and it is the
 //    workers' store too;
 //  - the workers' store (c10d): every node holds a store port for the whole job, and the
-//    round's group-rank-0 node's store is the one every worker uses. A new round must never see
-//    an earlier round's keys, so that node serves every round after its first from a fresh
-//    store on the same port.
+//    round's group-rank-0 node's store is the one every worker uses.
+// A new round must never see an earlier round's keys (PyTorch >= 2.0 workers read them as this
+// attempt's), so the group-rank-0 node empties the workers' store (its own, or with static the
+// daemon's) for every round after its first (Server::reset_store). The daemon starts a round
+// only after every node's workers of the last one were reaped.
 //
 // Threading: the agent's io_context thread.
 #pragma once
@@ -17,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "agent/config.h"
 #include "agent/rdzv_settings.h"
@@ -40,8 +41,8 @@ class NodeServers {
   std::string daemon_host() const;
   // The port this node advertises for its workers' store (static: the daemon's, or 0).
   std::uint16_t store_port() const { return store_port_; }
-  // A round in which this node is group rank 0 begins: its store is fresh for it.
-  Status begin_store_round();
+  // A round in which this node is group rank 0 begins: the workers' store it serves is empty.
+  void begin_store_round();
   // The hosted daemon's job `run_id` has finished and every other connection to it closed;
   // at once when this node hosts no daemon.
   void when_drained(std::function<void()> done);
@@ -66,7 +67,6 @@ class NodeServers {
   std::unique_ptr<rendezvous::status::StatusServer> status_;  // --status-port, on daemon_
   std::string daemon_connect_host_;  // static node rank 0: where its own client connects
   std::unique_ptr<rendezvous::Server> store_;
-  std::vector<std::unique_ptr<rendezvous::Server>> retired_stores_;
   std::uint16_t store_port_ = 0;
   bool store_used_ = false;
 };

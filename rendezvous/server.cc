@@ -158,6 +158,14 @@ class ServerImpl final : public Server {
     listener_->sessions->native.stop();
   }
 
+  void reset_store() override {
+    std::vector<Session*> live(listener_->sessions->live.begin(), listener_->sessions->live.end());
+    for (Session* s : live) {
+      if (!s->native()) s->close("the store starts afresh for a new attempt", false);
+    }
+    listener_->sessions->store.clear();
+  }
+
   void when_job_drained(std::string run_id, std::function<void()> done) override {
     if (stopped_) return;
     listener_->sessions->native.when_drained(std::move(run_id), std::move(done));

@@ -72,6 +72,13 @@ class Server {
   // closing asynchronously on the io_context.
   virtual void stop() = 0;
 
+  // A new attempt of the workers begins: closes every connection that is not a native
+  // rendezvous node's (the old attempt's store clients, and whatever they sent that was not
+  // served yet) and empties the store, so no key of an earlier attempt is seen. PyTorch >= 2.0
+  // workers expect a fresh store per attempt (1.13 prefixed each attempt's keys instead). The
+  // caller has reaped every worker of the old attempt: a straggler would write into the new one.
+  virtual void reset_store() = 0;
+
   // Calls `done` on the io_context once job `run_id` has finished and every connection bound
   // to it closed (NativeHub::when_drained); never after stop().
   virtual void when_job_drained(std::string run_id, std::function<void()> done) = 0;

@@ -118,6 +118,8 @@ class Session final : public Subscriber,
   void close(std::string_view reason, bool error);
   // Closes a silent connection taken out of SessionContext::silent to make room.
   void evict();
+  // The connection has sent a native rendezvous request (it is a node, not a store client).
+  bool native() const { return node_id_.has_value(); }
 
   // Subscriber: called by the store from other sessions' requests.
   void wait_satisfied() override;

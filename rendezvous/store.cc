@@ -179,6 +179,16 @@ void Store::watch(Subscriber& who, const std::string& key) {
   registrations_[&who].watched.push_back(key);
 }
 
+void Store::clear() {
+  values_.clear();
+  queues_.clear();
+  waiters_.clear();
+  waiting_on_.clear();
+  watchers_.clear();
+  registrations_.clear();
+  data_bytes_ = 0;
+}
+
 void Store::drop(Subscriber& who) {
   cancel_waits(who);
   auto reg = registrations_.find(&who);

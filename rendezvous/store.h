@@ -77,6 +77,9 @@ class Store {
   void watch(Subscriber& who, const std::string& key);
   // Forgets `who` entirely (connection closed): waits and watches.
   void drop(Subscriber& who);
+  // Forgets everything: keys, queues, and every parked wait and watch (their subscribers are
+  // never called again for them). The store of a new attempt (Server::reset_store).
+  void clear();
 
   void queue_push(const std::string& key, std::string value);
   QueuePopResult queue_pop(const std::string& key);

@@ -1,11 +1,17 @@
 // The single-node rendezvous: one round after another, restarts counted against
-// --max-restarts, the job's end with the root cause's exit code.
+// --max-restarts, the job's end with the root cause's exit code, a store empty for every round.
 #include "agent/local_backend.h"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <future>
+#include <thread>
 #include <vector>
+
+#include "rendezvous/store_client.h"
 
 namespace ddp::agent {
 namespace {
@@ -93,6 +99,35 @@ TEST_CASE("failures restart while restarts remain, then end with the earliest", 
   REQUIRE(h.events.finished[0].root_cause);
   CHECK(h.events.finished[0].root_cause->rank == 2);
   CHECK(h.events.rounds.size() == 3);
+}
+
+TEST_CASE("every round after the first finds the store empty", "[local]") {
+  Harness h(1);
+  h.settle();
+  // The backend's io_context on a thread of its own; the blocking store clients below are the
+  // workers, and the failure report goes through the io_context like the agent's.
+  auto work = boost::asio::make_work_guard(h.io);
+  h.io.restart();
+  std::thread server([&] { h.io.run(); });
+  auto old = rendezvous::StoreClient::connect("127.0.0.1", h.backend->store_port(), 5s);
+  REQUIRE(old);
+  REQUIRE((*old)->set("rank_1", "addr"));
+  CHECK((*old)->get("rank_1").value() == "addr");
+  std::promise<std::size_t> rounds;
+  boost::asio::post(h.io, [&] {
+    h.backend->report_failure(1, {failure(1, 13, 10)});
+    boost::asio::post(h.io, [&] { rounds.set_value(h.events.rounds.size()); });
+  });
+  CHECK(rounds.get_future().get() == 2);
+  // The old attempt's connection is closed, and the new attempt does not see its key.
+  CHECK_FALSE((*old)->num_keys().is_ok());
+  auto fresh = rendezvous::StoreClient::connect("127.0.0.1", h.backend->store_port(), 5s);
+  REQUIRE(fresh);
+  CHECK((*fresh)->num_keys().value() == 0);
+  CHECK_FALSE((*fresh)->check({"rank_1"}).value());
+  work.reset();
+  h.io.stop();
+  server.join();
 }
 
 TEST_CASE("nothing is delivered after close", "[local]") {

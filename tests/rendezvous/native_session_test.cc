@@ -1,6 +1,8 @@
 // The store Server embedded on one io_context (as an agent embeds it) serving native
 // rendezvous requests and TCPStore queries on the same connections, driven by RdzvClient on
 // that same io_context: one thread, real loopback sockets, no other process.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -115,6 +117,31 @@ TEST_CASE("an embedded server runs a rendezvous and serves store queries on the 
     a->client->store(Request{.op = Op::kSet, .key = "late", .value = "v"}, [](auto) {});
     REQUIRE(run_until(io, [&] { return waited.has_value(); }));
     CHECK(waited->value() == std::string(1, '\0'));  // STOP_WAITING
+  }
+  SECTION("reset_store closes the store clients, keeps the nodes and empties the store") {
+    // A worker's TCPStore client (1.13 numbering): one SET, which has no reply.
+    boost::asio::ip::tcp::socket worker(io);
+    worker.connect({boost::asio::ip::make_address("127.0.0.1"), (*server)->port()});
+    boost::asio::write(
+        worker, boost::asio::buffer(*encode_request(Dialect::kLegacy113,
+                                                    {.op = Op::kSet, .key = "old", .value = "v"})));
+    REQUIRE(run_until(io, [&] { return (*server)->stats().keys == 2; }));
+    (*server)->reset_store();
+    CHECK((*server)->stats().keys == 0);
+    char byte = 0;
+    std::optional<boost::system::error_code> closed;
+    worker.async_read_some(boost::asio::buffer(&byte, 1),
+                           [&](boost::system::error_code ec, std::size_t) { closed = ec; });
+    REQUIRE(run_until(io, [&] { return closed.has_value(); }));
+    CHECK(*closed == boost::asio::error::eof);
+    std::optional<Result<std::string>> got;
+    a->client->store(Request{.op = Op::kGet, .key = "old"},
+                     [&](Result<std::string> r) { got = r; });
+    REQUIRE(run_until(io, [&] { return got.has_value(); }));
+    REQUIRE(got->is_ok());  // the node's connection still serves it: the key is gone
+    CHECK(got->value() == std::string(8, '\0'));
+    CHECK_FALSE(a->disconnected);
+    CHECK_FALSE(b->disconnected);
   }
   SECTION("server stop ends the clients with a disconnect, and the io_context runs dry") {
     (*server)->stop();

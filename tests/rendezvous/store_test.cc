@@ -25,6 +25,29 @@ TEST_CASE("set, get, num_keys, delete and list", "[store]") {
   CHECK_FALSE(s.check({"b", "a"}));
 }
 
+TEST_CASE("clear forgets keys, queues, parked waits and watches", "[store]") {
+  Store s;
+  FakeSubscriber waiter, watcher;
+  s.set("old", "v");
+  s.queue_push("q", "x");
+  CHECK_FALSE(s.wait(waiter, {"missing"}));
+  s.watch(watcher, "old");
+  s.clear();
+  CHECK(s.num_keys() == 0);
+  CHECK(s.queue_count() == 0);
+  CHECK(s.parked_waits() == 0);
+  CHECK(s.data_bytes() == 0);
+  CHECK(s.get("old").empty());
+  CHECK(s.queue_len("q") == 0);
+  // Neither the old waiter nor the old watcher hears of the new attempt's writes.
+  s.set("missing", "1");
+  s.set("old", "2");
+  CHECK(waiter.satisfied == 0);
+  CHECK(watcher.changes.empty());
+  s.drop(waiter);  // a connection closing after clear() finds nothing to forget
+  CHECK(s.num_keys() == 2);
+}
+
 TEST_CASE("data_bytes counts keys and values held, queues included", "[store]") {
   Store s;
   CHECK(s.data_bytes() == 0);

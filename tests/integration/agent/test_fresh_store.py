@@ -1,8 +1,14 @@
-"""PyTorch workers on every build (issue 30), with 1.13 (/usr/bin/python3) and 2.x (the
-Debian 13 root of scripts/torch2_root.sh, run through scripts/torch2-python):
+"""PyTorch workers across restarts and builds (issue 30), with 1.13 (/usr/bin/python3) and 2.x
+(the Debian 13 root of scripts/torch2_root.sh, run through scripts/torch2-python):
  - LibuvTest: a PyTorch built without libuv (Debian 13's 2.6) joins ddprun's store unchanged
    (init_process_group(init_method="env://") + all_reduce), and the hook that makes it so
-   imports nothing in a worker that does not use torch.
+   imports nothing in a worker that does not use torch;
+ - the restart tests: every attempt sees a store with no key of an earlier attempt. One ddprun
+   run with --max-restarts 20 in which rank 1 exits 13 mid-training in every attempt but the
+   last (attempt_worker.py); every attempt must form its group and sum right, the last must
+   finish. 2.x workers read whatever Gloo addresses the store holds, so a key left from an
+   earlier attempt fails or hangs the group. Single node, and pairs of agents on loopback with
+   c10d, etcd (Skipped without etcd) and static (node rank 0's daemon is the workers' store).
 The 2.x variants report Skipped with the reason when the root is missing or torch does not
 import there.
 
@@ -17,13 +23,16 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
+import etcd  # noqa: E402
 from agents import AgentsCase  # noqa: E402
+from procs import free_port  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "attempt_worker.py")
 TORCH2 = os.path.normpath(os.path.join(HERE, "..", "..", "..", "scripts", "torch2-python"))
 TORCH2_ROOT = os.environ.get("DDP_TORCH2_ROOT", "/var/lib/ddprun/trixie")
-DEADLINE_S = 120.0
+RESTARTS = 20
+DEADLINE_S = 240.0
 _torch2_missing = []
 
 
@@ -107,6 +116,83 @@ class LibuvTest(FreshStoreCase):
                     "sys.path\n")
         a = self.spawn("a", [DDPRUN, "--python", "/usr/bin/python3", probe], self.env())
         self.assertEqual(a.wait(), 0, a.stderr())
+
+
+class SingleNodeRestartTest(FreshStoreCase):
+    def check_restarts(self, version):
+        a = self.ddprun("a", version,
+                        ["--nproc-per-node", "2", "--max-restarts", str(RESTARTS)], RESTARTS)
+        self.check_attempts([a], RESTARTS)
+
+    def test_torch113(self):
+        self.check_restarts("1.13")
+
+    def test_torch2(self):
+        self.check_restarts("2")
+
+
+class PairCase(FreshStoreCase):
+    """Two agents on loopback, one worker each: rank 1 is node b's."""
+    A, B = "127.0.0.2", "127.0.0.3"
+
+    def pair(self, version, rdzv, node_ranks=False, hosted=True):
+        args = ["--nnodes", "2", "--nproc-per-node", "1", "--max-restarts", str(RESTARTS),
+                "--rdzv-id", "fresh", *rdzv]
+        agents = []
+        for n, (name, addr) in enumerate((("a", self.A), ("b", self.B))):
+            extra = ["--node-rank", str(n)] if node_ranks else []
+            agents.append(self.ddprun(name, version, args + ["--local-addr", addr] + extra,
+                                      RESTARTS))
+            if n == 0 and hosted:
+                self.wait_hosting(agents[0])
+        self.check_attempts(agents, RESTARTS)
+
+
+class C10dRestartTest(PairCase):
+    def c10d(self, version):
+        self.pair(version, ["--rdzv-backend", "c10d", "--rdzv-endpoint",
+                            "127.0.0.1:%d" % free_port(), "--rdzv-conf",
+                            "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"])
+
+    def test_torch113(self):
+        self.c10d("1.13")
+
+    def test_torch2(self):
+        self.c10d("2")
+
+
+class EtcdRestartTest(PairCase):
+    def etcd(self, version):
+        self.python(version)  # skips first where 2.x cannot run
+        try:
+            cluster = etcd.Cluster(1)
+        except etcd.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(cluster.stop)
+        self.pair(version, ["--rdzv-backend", "etcd", "--rdzv-endpoint", cluster.endpoints(),
+                            "--rdzv-conf", "last_call_timeout=0.2,join_timeout=20,lease_ttl=2"],
+                  hosted=False)
+
+    def test_torch113(self):
+        self.etcd("1.13")
+
+    def test_torch2(self):
+        self.etcd("2")
+
+
+class StaticRestartTest(PairCase):
+    """The static backend: node rank 0's daemon on --master-port is the workers' store."""
+
+    def static(self, version):
+        self.pair(version, ["--rdzv-backend", "static", "--master-addr", "127.0.0.1",
+                            "--master-port", str(free_port()), "--rdzv-conf",
+                            "keep_alive_interval=0.2,join_timeout=20"], node_ranks=True)
+
+    def test_torch113(self):
+        self.static("1.13")
+
+    def test_torch2(self):
+        self.static("2")
 
 
 if __name__ == "__main__":
