@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "common/logging.h"
 #include "rendezvous/connection_limits.h"
@@ -52,14 +53,16 @@ int main(int argc, char** argv) {
                  "allowed from anywhere (default: TCPStore operations from anywhere)");
   app.add_flag("--require-secret", options.server.auth.require_secret,
                "Refuse jobs without a secret (docs/security.md, \"Job secrets\")");
-  double open_window_s = 10;
-  app.add_option("--open-window", open_window_s,
-                 "Seconds an agent's clock may be off from this daemon's for its authenticated "
-                 "open to skip the challenge round trip (0: always challenge; docs/security.md)")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  // Removed flags, hidden: refused below with what replaced them.
+  std::string open_window;
+  CLI::Option* removed_open_window =
+      app.add_option("--open-window", open_window)->expected(0, 1)->group("");
   CLI11_PARSE(app, argc, argv);
-  options.server.auth.open_rules.window_ms = static_cast<std::int64_t>(open_window_s * 1000);
+  if (removed_open_window->count() > 0) {
+    std::cerr << "ddp-rendezvous: --open-window: removed; agents always answer one challenge per "
+                 "connection\n";
+    return 2;
+  }
   auto limits = ddp::rendezvous::connection_limits_from_flags(connection);
   if (!limits) {
     std::cerr << "ddp-rendezvous: " << limits.status().message() << '\n';

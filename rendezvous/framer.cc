@@ -1,28 +1,6 @@
 #include "rendezvous/framer.h"
 
 namespace ddp::rendezvous {
-namespace {
-
-// AUTH_HELLO or AUTH_OPEN as parsed, into `frame`: incomplete, malformed, or complete as `kind`
-// with the value handed to `keep`. True when complete.
-template <typename T, typename Keep>
-bool take(Parsed<T> parsed, FrameKind kind, Frame& frame, Keep keep) {
-  if (parsed.state == ParseState::kIncomplete) {
-    frame.needed = parsed.needed;
-    return false;
-  }
-  if (parsed.state == ParseState::kError) {
-    frame.kind = FrameKind::kError;
-    frame.error = "malformed rendezvous request: " + parsed.error;
-    return false;
-  }
-  frame.kind = kind;
-  frame.consumed = parsed.consumed;
-  keep(std::move(parsed.value));
-  return true;
-}
-
-}  // namespace
 
 void put_store_reply(std::string& out, std::string_view reply) {
   put_u8(out, kStoreReplyType);
@@ -37,9 +15,14 @@ Frame Framer::next(std::string_view input) {
   }
   const auto type = static_cast<std::uint8_t>(input.front());
   if (!rendezvous::membership::is_native_request_type(type)) return next_store(input);
-  if (type == kAuthHelloType || type == kAuthOpenType || type == kAuthFrameType) {
-    return next_auth(type, input);
+  if (type == kRemovedAuthOpenType) {
+    frame.kind = FrameKind::kRefused;
+    frame.error =
+        "AUTH_OPEN is no longer served: agents answer one challenge per connection "
+        "(AUTH_HELLO); this agent's ddprun is older than the daemon, upgrade it";
+    return frame;
   }
+  if (type == kAuthHelloType || type == kAuthFrameType) return next_auth(type, input);
   auto decoded = rendezvous::membership::decode_request(input, wire_);
   switch (decoded.state) {
     case rendezvous::membership::DecodeState::kIncomplete:
@@ -63,16 +46,17 @@ Frame Framer::next_auth(std::uint8_t type, std::string_view input) {
   Frame frame;
   const AuthLimits limits{wire_.max_name_bytes, wire_.max_message_bytes};
   if (type == kAuthHelloType) {
-    if (take(parse_auth_hello(input, limits), FrameKind::kAuthHello, frame,
-             [&](std::string run_id) { frame.hello_run_id = std::move(run_id); })) {
+    auto hello = parse_auth_hello(input, limits);
+    if (hello.state == ParseState::kIncomplete) {
+      frame.needed = hello.needed;
+    } else if (hello.state == ParseState::kError) {
+      frame.kind = FrameKind::kError;
+      frame.error = "malformed rendezvous request: " + hello.error;
+    } else {
       native_mode_ = true;
-    }
-    return frame;
-  }
-  if (type == kAuthOpenType) {
-    if (take(parse_auth_open(input, limits), FrameKind::kAuthOpen, frame,
-             [&](AuthOpen open) { frame.open = std::move(open); })) {
-      native_mode_ = true;
+      frame.kind = FrameKind::kAuthHello;
+      frame.consumed = hello.consumed;
+      frame.hello_run_id = std::move(hello.value);
     }
     return frame;
   }
@@ -89,10 +73,9 @@ Frame Framer::next_auth(std::uint8_t type, std::string_view input) {
   // The inner request must be exactly one plain native request (no nesting).
   const std::string_view inner = parsed.value.request();
   const auto inner_type = static_cast<std::uint8_t>(inner.front());
-  auto decoded =
-      inner_type == kAuthHelloType || inner_type == kAuthOpenType || inner_type == kAuthFrameType
-          ? rendezvous::membership::Decoded<rendezvous::membership::Request>{}
-          : rendezvous::membership::decode_request(inner, wire_);
+  auto decoded = inner_type == kAuthHelloType || inner_type == kAuthFrameType
+                     ? rendezvous::membership::Decoded<rendezvous::membership::Request>{}
+                     : rendezvous::membership::decode_request(inner, wire_);
   if (decoded.state != rendezvous::membership::DecodeState::kComplete ||
       decoded.consumed != inner.size()) {
     frame.kind = FrameKind::kError;

@@ -37,19 +37,20 @@ inline constexpr std::uint8_t kStoreReplyType = 0x95;
 // Appends `u8 0x95 | u64 n | reply` to `out`.
 void put_store_reply(std::string& out, std::string_view reply);
 
-// kAuthHello / kAuthOpen / kAuthFrame: the job-secret messages (protocol.h). A kAuthFrame
-// carries its decoded inner request in `native` and the frame itself in `auth`.
-enum class FrameKind { kIncomplete, kError, kStore, kNative, kAuthHello, kAuthOpen, kAuthFrame };
+// kAuthHello / kAuthFrame: the job-secret messages (protocol.h). A kAuthFrame carries its
+// decoded inner request in `native` and the frame itself in `auth`. kRefused: a native message
+// this daemon no longer serves (0x8A, the removed AUTH_OPEN); `error` says why, for the agent
+// (the session pushes it as an ErrorEvent, then closes: the bytes after it cannot be framed).
+enum class FrameKind { kIncomplete, kError, kRefused, kStore, kNative, kAuthHello, kAuthFrame };
 
 struct Frame {
   FrameKind kind = FrameKind::kIncomplete;
   std::size_t consumed = 0;  // kStore / kNative: bytes used
   std::size_t needed = 0;    // kIncomplete: smallest input size that can make progress
-  std::string error;         // kError
+  std::string error;         // kError, kRefused
   Request store;             // kStore (VALIDATE included, see validate_only)
   rendezvous::membership::Request native;  // kNative, kAuthFrame (the inner request)
   std::string hello_run_id;                // kAuthHello
-  AuthOpen open;                           // kAuthOpen
   AuthFrame auth;                          // kAuthFrame
 };
 

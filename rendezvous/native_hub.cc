@@ -5,7 +5,6 @@
 #include <string>
 #include <utility>
 
-#include "common/wall_clock.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::rendezvous {
@@ -17,11 +16,8 @@ constexpr auto kPausedAfter = std::chrono::milliseconds(500);
 
 NativeHub::NativeHub(boost::asio::any_io_executor executor,
                      rendezvous::membership::RegistryOptions options, AuthOptions auth)
-    : registry_(options),
-      gate_(auth.require_secret, unix_ms_now(), auth.open_rules),
-      timer_(executor),
-      parking_timer_(std::move(executor)) {
-  for (auto& pinned : auth.pinned) gate_.pin(pinned.run_id, pinned.key, pinned.fresh);
+    : registry_(options), gate_(auth.require_secret), timer_(std::move(executor)) {
+  for (auto& pinned : auth.pinned) gate_.pin(pinned.run_id, pinned.key);
   if (auto pair = auth::generate_key_pair()) {
     daemon_key_ = *pair;
   } else {
@@ -68,6 +64,49 @@ void NativeHub::refuse(rendezvous::membership::NodeId id, const Status& why) {
   deliver({{id, rendezvous::membership::ErrorEvent{why.code(), why.message()}}});
 }
 
+void NativeHub::hello(rendezvous::membership::NodeId id, const std::string& run_id) {
+  auto peer = peers_.find(id);
+  if (peer == peers_.end()) return;
+  // A key whose job has gone (finished and forgotten, or never formed) is forgotten too.
+  if (registry_.find(run_id) == nullptr) gate_.settle(run_id, false);
+  if (auth_.count(id) != 0) {
+    return refuse(id, unauthenticated("AUTH_HELLO sent twice on one connection; open one "
+                                      "connection per job"));
+  }
+  if (!daemon_key_) return refuse(id, internal_error("this daemon has no key pair for secrets"));
+  auto challenge = auth::random_bytes32();
+  if (!challenge) return refuse(id, challenge.status());
+  auth::ConnectionAuth conn;
+  conn.run_id = run_id;
+  conn.challenge = *challenge;
+  auth_.emplace(id, std::move(conn));
+  peer->second->push(encode_challenge({*challenge, gate_.keyed(run_id), daemon_key_->public_key}));
+}
+
+void NativeHub::handle_auth(rendezvous::membership::NodeId id, const AuthFrame& frame,
+                            rendezvous::membership::Request request) {
+  auto conn = auth_.find(id);
+  if (conn == auth_.end()) {
+    return refuse(id, unauthenticated("AUTH_FRAME before AUTH_HELLO; send AUTH_HELLO first"));
+  }
+  const auto* join = std::get_if<rendezvous::membership::JoinRequest>(&request);
+  auth::FrameCheck check;
+  check.counter = frame.counter;
+  check.mac = frame.mac;
+  check.wrap = frame.wrap;
+  check.covered = frame.covered;
+  check.is_join = join != nullptr;
+  if (join != nullptr) check.join_run_id = join->run_id;
+  const std::string run_id = conn->second.run_id;
+  if (Status s = gate_.verify(conn->second, check, registry_.find(run_id) != nullptr, *daemon_key_);
+      !s) {
+    return refuse(id, s);
+  }
+  const bool is_join = join != nullptr;
+  dispatch(id, std::move(request));
+  if (is_join) gate_.settle(run_id, registry_.find(run_id) != nullptr);
+}
+
 void NativeHub::touch(rendezvous::membership::NodeId id) {
   // Not a JOINed node yet: nothing to refresh (the registry's error reply is dropped).
   (void)registry_.handle(id, rendezvous::membership::Heartbeat{}, Clock::now());
@@ -76,8 +115,6 @@ void NativeHub::touch(rendezvous::membership::NodeId id) {
 
 void NativeHub::closed(rendezvous::membership::NodeId id) {
   if (peers_.erase(id) == 0) return;
-  // A registration it held ends: the opens parked behind it are judged now.
-  judge_parked(parking_.forget(id));
   auth_.erase(id);
   deliver(registry_.connection_closed(id, Clock::now()));
   rearm();
@@ -112,7 +149,6 @@ void NativeHub::stop() {
   drain_waiters_.clear();
   armed_.reset();
   timer_.cancel();
-  parking_timer_.cancel();
 }
 
 void NativeHub::deliver(const rendezvous::membership::Events& events) {

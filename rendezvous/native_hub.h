@@ -9,14 +9,11 @@
 // Threading: the server's io_context thread only (one thread, no locks). Every call may push
 // to any registered peer before returning (delivery is synchronous: peer->push queues bytes).
 // Calls may nest (a push that makes a peer close calls closed() from inside a delivery).
-// Lifetime: owned by SessionContext; stop() cancels the timers so the io_context can finish.
+// Lifetime: owned by SessionContext; stop() cancels the timer so the io_context can finish.
 //
-// Job secrets (issue 21; native_hub_auth.cc): a connection that sends AUTH_HELLO gets a
-// CHALLENGE, one that sends AUTH_OPEN goes on without one when the gate admits it (else a
-// CHALLENGE, or it waits while its job's key is being registered: open_parking.h), and from
-// then on it sends AUTH_FRAMEs only; the auth::Gate decides (rendezvous/auth/gate.h). A refused
-// request changes nothing and gets an ErrorEvent kUnauthenticated on its own connection.
-// Lifetime also covers the parking timer (the earliest registration deadline).
+// Job secrets (issue 21): a connection that sends AUTH_HELLO gets a CHALLENGE and from then on
+// sends AUTH_FRAMEs only; the auth::Gate decides (rendezvous/auth/gate.h). A refused request
+// changes nothing and gets an ErrorEvent kUnauthenticated on its own connection.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -32,7 +29,6 @@
 #include "rendezvous/auth/gate.h"
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/registry.h"
-#include "rendezvous/open_parking.h"
 #include "rendezvous/protocol.h"
 
 namespace ddp::rendezvous {
@@ -49,15 +45,12 @@ class NativePeer {
 struct PinnedKey {
   std::string run_id;
   auth::Key key{};
-  // Drawn for this daemon's job by the ddprun that runs it (auth::Gate::pin).
-  bool fresh = false;
 };
 
 struct AuthOptions {
   bool require_secret = false;  // refuse jobs without a secret (ddp-rendezvous --require-secret)
   // Jobs whose key this daemon knows from the start (the embedded daemon of a ddprun host).
   std::vector<PinnedKey> pinned;
-  auth::OpenRules open_rules;  // when AUTH_OPEN may skip the challenge (auth/open_guard.h)
 };
 
 class NativeHub {
@@ -75,11 +68,6 @@ class NativeHub {
   void handle(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
   // AUTH_HELLO from `id`: binds the connection to `run_id` and pushes its CHALLENGE.
   void hello(rendezvous::membership::NodeId id, const std::string& run_id);
-  // AUTH_OPEN from `id`: binds the connection to its run id; pushes nothing when the gate lets
-  // it go on without a challenge, else a CHALLENGE (and its next frame is dropped unread). An
-  // open for a job whose key is being registered by its first JOIN waits for that (parked,
-  // with the frame that follows it; open_parking.h), then is judged.
-  void open(rendezvous::membership::NodeId id, const AuthOpen& open);
   // One AUTH_FRAME from `id` and its decoded inner request: handled as handle() does once the
   // gate accepts it, else an ErrorEvent kUnauthenticated and nothing else.
   void handle_auth(rendezvous::membership::NodeId id, const AuthFrame& frame,
@@ -100,27 +88,10 @@ class NativeHub {
   void stop();
 
   const rendezvous::membership::Registry& registry() const { return registry_; }
-  // AUTH_OPENs so far: went on without a challenge, or were answered with a CHALLENGE.
-  struct OpenCounts {
-    std::uint64_t without_challenge = 0;
-    std::uint64_t challenged = 0;
-  };
-  const OpenCounts& open_counts() const { return open_counts_; }
 
  private:
   void deliver(const rendezvous::membership::Events& events);
   void refuse(rendezvous::membership::NodeId id, const Status& why);
-  // The start of AUTH_HELLO and AUTH_OPEN: the connection's auth state for `run_id`, or null
-  // after refusing (unknown peer, a second open, no key pair).
-  auth::ConnectionAuth* bind(rendezvous::membership::NodeId id, const std::string& run_id);
-  void send_challenge(rendezvous::membership::NodeId id, auth::ConnectionAuth& conn);
-  // The gate's verdict on an open: counted; anything but kAccept is challenged (and an unknown
-  // key starts a registration the job's other opens wait for).
-  void conclude_open(rendezvous::membership::NodeId id, auth::ConnectionAuth& conn,
-                     auth::OpenVerdict verdict);
-  // Judges opens whose wait ended, then handles the frames they held.
-  void judge_parked(std::vector<OpenParking::Parked> parked);
-  void rearm_parking();
   void dispatch(rendezvous::membership::NodeId id, rendezvous::membership::Request request);
   void rearm();
   void on_timer();
@@ -132,12 +103,9 @@ class NativeHub {
   auth::Gate gate_;
   std::optional<auth::KeyPair> daemon_key_;  // for key wraps; none if getrandom failed
   std::unordered_map<rendezvous::membership::NodeId, auth::ConnectionAuth> auth_;
-  OpenCounts open_counts_;
-  OpenParking parking_;
   bool exposed_ = false;
   bool warned_keyless_ = false;
   boost::asio::steady_timer timer_;
-  boost::asio::steady_timer parking_timer_;                 // the earliest registration deadline
   std::optional<rendezvous::membership::TimePoint> armed_;  // the deadline the timer waits for
   std::unordered_map<rendezvous::membership::NodeId, NativePeer*> peers_;
   rendezvous::membership::NodeId next_id_ = 1;

@@ -43,14 +43,12 @@
 //                     version uses them). This parser rejects them; the session's Framer
 //                     (framer.h) routes 0x80..0x8F to membership/wire.h before it is called.
 //
-// Job secrets (issue 21): four messages of the native range authenticate an agent's native
+// Job secrets (issue 21): three messages of the native range authenticate an agent's native
 // requests (rendezvous/auth/auth.h computes the MAC; the NativeHub's Gate decides).
 //
 //   type  message (direction)          fields
 //   ----  ---------------------------  ----------------------------------------------------
 //   0x88  AUTH_HELLO (agent -> daemon)  run_id str                 reply: CHALLENGE
-//   0x8A  AUTH_OPEN  (agent -> daemon)  run_id str, u8[32] nonce,   reply: none, or CHALLENGE
-//                                       i64 agent wall clock (unix ms)
 //   0x97  CHALLENGE  (daemon -> agent)  u8[32] challenge, u8 job_keyed (0/1),
 //                                       u8[32] daemon X25519 public key
 //   0x89  AUTH_FRAME (agent -> daemon)  u64 counter, u8[32] mac, | covered:
@@ -70,17 +68,11 @@
 // A wrap is sent only when CHALLENGE said the job has no key yet (trust on first use,
 // rendezvous/auth/key_wrap.h).
 //
-// Without the round trip (what RdzvClient sends): AUTH_OPEN and the JOIN's frame in one write,
-// the frame MACed over open_challenge(nonce, clock) (auth.h) instead of a daemon challenge.
+// 0x8A was AUTH_OPEN (an open without the challenge round trip, removed in issue 31): the
+// daemon answers it with an ERROR push (kUnauthenticated, naming the upgrade) and closes the
+// connection, since the bytes after it cannot be framed.
 //
-//     | AUTH_OPEN "job-A", nonce, t                 |  the daemon knows job-A's key and its
-//     | AUTH_FRAME 0, mac0, -, JOIN                 |  OpenGuard admits (nonce, t): JOINED,
-//     |-------------------------------------------->|  as for a plain JOIN; else
-//     |            CHALLENGE nonce', keyed, dpub    |  a CHALLENGE, the optimistic frame 0 is
-//     |<--------------------------------------------|  dropped unread, and the agent sends
-//     | AUTH_FRAME 0, mac0', wrap?, JOIN            |  its JOIN again under nonce'
-//
-// After AUTH_HELLO or AUTH_OPEN a connection's native requests must all be AUTH_FRAMEs; TCPStore
+// After AUTH_HELLO a connection's native requests must all be AUTH_FRAMEs; TCPStore
 // queries stay as they are. Limits (checked before any allocation): run_id <=
 // AuthLimits::max_run_id_bytes, n <= AuthLimits::max_request_bytes.
 //
@@ -200,7 +192,7 @@ bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v);
 // ---- job secrets: AUTH_HELLO, AUTH_FRAME, CHALLENGE (drawn above) ----------------------
 inline constexpr std::uint8_t kAuthHelloType = 0x88;
 inline constexpr std::uint8_t kAuthFrameType = 0x89;
-inline constexpr std::uint8_t kAuthOpenType = 0x8A;
+inline constexpr std::uint8_t kRemovedAuthOpenType = 0x8A;  // refused (see above)
 inline constexpr std::uint8_t kChallengeType = 0x97;
 
 struct AuthLimits {
@@ -215,13 +207,6 @@ struct AuthFrame {
   std::string covered;             // the bytes after the MAC (what the MAC covers)
   std::size_t request_offset = 0;  // where the inner request starts within `covered`
   std::string_view request() const { return std::string_view(covered).substr(request_offset); }
-};
-
-struct AuthOpen {
-  std::string run_id;
-  auth::Nonce nonce{};
-  std::int64_t unix_ms = 0;
-  bool operator==(const AuthOpen&) const = default;
 };
 
 struct ChallengeMessage {
@@ -241,7 +226,6 @@ struct Parsed {
 };
 
 std::string encode_auth_hello(std::string_view run_id);
-std::string encode_auth_open(const AuthOpen& open);
 // The covered part of an AUTH_FRAME: has_wrap, [wrap], u64 n, request.
 std::string auth_covered(const std::optional<auth::KeyWrap>& wrap, std::string_view request);
 std::string encode_auth_frame(std::uint64_t counter, const auth::Mac& mac,
@@ -251,7 +235,6 @@ std::string encode_challenge(const ChallengeMessage& challenge);
 // Decode the first message of `input` (which starts with the type byte). Pure; lengths are
 // checked against `limits` before anything is allocated.
 Parsed<std::string> parse_auth_hello(std::string_view input, const AuthLimits& limits);
-Parsed<AuthOpen> parse_auth_open(std::string_view input, const AuthLimits& limits);
 Parsed<AuthFrame> parse_auth_frame(std::string_view input, const AuthLimits& limits);
 Parsed<ChallengeMessage> parse_challenge(std::string_view input);
 

@@ -43,16 +43,6 @@ std::string encode_auth_hello(std::string_view run_id) {
   return out;
 }
 
-std::string encode_auth_open(const AuthOpen& open) {
-  std::string out;
-  out.reserve(1 + 8 + open.run_id.size() + 32 + 8);
-  put_u8(out, kAuthOpenType);
-  put_bytes(out, open.run_id);
-  put32(out, open.nonce);
-  put_i64(out, open.unix_ms);
-  return out;
-}
-
 std::string auth_covered(const std::optional<auth::KeyWrap>& wrap, std::string_view request) {
   std::string out;
   out.reserve(1 + 64 + 8 + request.size());
@@ -85,50 +75,19 @@ std::string encode_challenge(const ChallengeMessage& c) {
   return out;
 }
 
-namespace {
-
-// The run id both AUTH_HELLO and AUTH_OPEN start with (after the type byte).
-template <typename T>
-bool get_run_id(std::string_view in, std::size_t& pos, const AuthLimits& limits,
-                std::string_view message, std::string& run_id, Parsed<T>& fail) {
-  std::uint64_t n = 0;
-  if (!get_u64(in, pos, n)) {
-    fail = need<T>(pos + 8);
-    return false;
-  }
-  if (n == 0 || n > limits.max_run_id_bytes) {
-    fail = error<T>(std::string(message) + " run id of " + std::to_string(n) +
-                    " bytes; expected 1.." + std::to_string(limits.max_run_id_bytes));
-    return false;
-  }
-  if (in.size() - pos < n) {
-    fail = need<T>(pos + static_cast<std::size_t>(n));
-    return false;
-  }
-  run_id.assign(in.substr(pos, static_cast<std::size_t>(n)));
-  pos += static_cast<std::size_t>(n);
-  return true;
-}
-
-}  // namespace
-
 Parsed<std::string> parse_auth_hello(std::string_view in, const AuthLimits& limits) {
   std::size_t pos = 1;
+  std::uint64_t n = 0;
+  if (!get_u64(in, pos, n)) return need<std::string>(pos + 8);
+  if (n == 0 || n > limits.max_run_id_bytes) {
+    return error<std::string>("AUTH_HELLO run id of " + std::to_string(n) + " bytes; expected 1.." +
+                              std::to_string(limits.max_run_id_bytes));
+  }
+  if (in.size() - pos < n) return need<std::string>(pos + static_cast<std::size_t>(n));
   Parsed<std::string> p;
-  if (!get_run_id(in, pos, limits, "AUTH_HELLO", p.value, p)) return p;
   p.state = ParseState::kComplete;
-  p.consumed = pos;
-  return p;
-}
-
-Parsed<AuthOpen> parse_auth_open(std::string_view in, const AuthLimits& limits) {
-  std::size_t pos = 1;
-  Parsed<AuthOpen> p;
-  if (!get_run_id(in, pos, limits, "AUTH_OPEN", p.value.run_id, p)) return p;
-  if (!get32(in, pos, p.value.nonce)) return need<AuthOpen>(pos + 32);
-  if (!get_i64(in, pos, p.value.unix_ms)) return need<AuthOpen>(pos + 8);
-  p.state = ParseState::kComplete;
-  p.consumed = pos;
+  p.value.assign(in.substr(pos, static_cast<std::size_t>(n)));
+  p.consumed = pos + static_cast<std::size_t>(n);
   return p;
 }
 

@@ -6,7 +6,6 @@
 #include <boost/asio/write.hpp>
 #include <utility>
 
-#include "common/wall_clock.h"
 #include "rendezvous/framer.h"
 #include "rendezvous/membership/wire.h"
 
@@ -101,7 +100,7 @@ void RdzvClient::join(rendezvous::membership::JoinRequest request,
     job_key_ = auth::job_key(*secret_, run_id_);
     mac_key_.emplace(job_key_);
     held_join_ = std::move(request);
-    open_signed();
+    send(encode_auth_hello(run_id_));
     return;
   }
   send(rendezvous::membership::encode_request(request));
@@ -109,31 +108,6 @@ void RdzvClient::join(rendezvous::membership::JoinRequest request,
 }
 
 void RdzvClient::use_secret(std::string secret) { secret_ = std::move(secret); }
-
-void RdzvClient::open_signed() {
-  auto nonce = auth::random_bytes32();
-  if (!nonce) {  // never in practice; the challenged way needs no nonce of ours
-    handshake_ = Handshake::kHello;
-    send(encode_auth_hello(run_id_));
-    return;
-  }
-  AuthOpen open;
-  open.run_id = run_id_;
-  open.nonce = *nonce;
-  open.unix_ms = unix_ms_now();
-  challenge_ = auth::open_challenge(open.nonce, open.unix_ms);
-  const std::string covered =
-      auth_covered(std::nullopt, rendezvous::membership::encode_request(*held_join_));
-  const auth::Mac mac = auth::frame_mac(*mac_key_, *challenge_, counter_, run_id_, covered);
-  handshake_ = Handshake::kOpening;
-  send(encode_auth_open(open) + encode_auth_frame(counter_++, mac, covered));
-}
-
-void RdzvClient::opened() {
-  handshake_ = Handshake::kReady;
-  held_join_.reset();
-  joined_sent();
-}
 
 void RdzvClient::joined_sent() {
   join_sent_ = true;
@@ -143,14 +117,11 @@ void RdzvClient::joined_sent() {
 }
 
 void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
-  if (!held_join_ || (handshake_ != Handshake::kHello && handshake_ != Handshake::kOpening)) {
+  if (!held_join_ || challenge_) {
     end(protocol_error("the rendezvous daemon at " + peer_ + " sent an unexpected CHALLENGE"));
     return;
   }
-  // The daemon did not take the open as it was (or this is the AUTH_HELLO way): the JOIN goes
-  // again as frame 0 under the daemon's challenge; the optimistic one was dropped unread.
   challenge_ = challenge.challenge;
-  counter_ = 0;
   std::optional<auth::KeyWrap> wrap;
   if (!challenge.job_keyed) {
     // The daemon does not know this job yet: register its key (trust on first use).
@@ -163,9 +134,10 @@ void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
   }
   const std::string covered =
       auth_covered(wrap, rendezvous::membership::encode_request(*held_join_));
+  held_join_.reset();
   const auth::Mac mac = auth::frame_mac(*mac_key_, *challenge_, counter_, run_id_, covered);
   send(encode_auth_frame(counter_++, mac, covered));
-  opened();
+  joined_sent();
 }
 
 void RdzvClient::send_native(const rendezvous::membership::Request& request) {
@@ -174,9 +146,7 @@ void RdzvClient::send_native(const rendezvous::membership::Request& request) {
     send(std::move(bytes));
     return;
   }
-  // Nothing to say before the JOIN is settled: the daemon would refuse it (or, while an open
-  // may still be answered with a CHALLENGE, drop it).
-  if (handshake_ != Handshake::kReady) return;
+  if (!challenge_) return;  // nothing to say before JOIN (the daemon would refuse it)
   const std::string covered = auth_covered(std::nullopt, bytes);
   const auth::Mac mac = auth::frame_mac(*mac_key_, *challenge_, counter_, run_id_, covered);
   send(encode_auth_frame(counter_++, mac, covered));

@@ -27,19 +27,17 @@
 // A heartbeat tick that fires over an interval late means this process itself was paused
 // (SIGSTOP, a VM freeze): silence is then counted from the wake-up, so what the daemon sent
 // meanwhile (e.g. that it removed this node) is read before the daemon is judged silent.
-// Job secrets (issue 21): after use_secret(), join() sends AUTH_OPEN and the JOIN as an
-// AUTH_FRAME signed with the job key in one write (no round trip; rendezvous/protocol.h). When
-// the daemon answers JOINED, the open is settled; when it answers with a CHALLENGE instead
-// (it does not know the job's key yet, or its OpenGuard wants a challenge), the JOIN goes again
-// signed under that challenge. Heartbeats, reports and held store queries start once the JOIN
-// is settled; every native request (heartbeats, reports, LEAVE) goes out as an AUTH_FRAME. The
-// secret stays in this object; only MACs and, for a job the daemon does not know yet, the
-// X25519-wrapped job key go on the wire (wrapped with this process's one X25519 pair and the
-// shared secret it keeps per daemon key: rendezvous/auth/key_wrap.h). The agent calls join()
-// from its connect callback, so AUTH_HELLO goes out as soon as the connection is up. A wrong secret
-// ends the join with kUnauthenticated. TCPStore queries may share the connection
-// (rendezvous/framer.h): store() keeps one in flight and queues the rest, so replies match queries;
-// a WAIT that never completes blocks later store() calls (but not rendezvous traffic).
+// Job secrets (issue 21): after use_secret(), join() first sends AUTH_HELLO, waits for the
+// daemon's CHALLENGE, and from then on every native request (JOIN, heartbeats, reports, LEAVE)
+// goes out as an AUTH_FRAME signed with the job key (rendezvous/auth/auth.h, protocol.h): one
+// round trip per connection. The secret stays in this object; only MACs and, for a job the
+// daemon does not know yet, the X25519-wrapped job key go on the wire (wrapped with this
+// process's one X25519 pair and the shared secret it keeps per daemon key:
+// rendezvous/auth/key_wrap.h). The agent calls join() from its connect callback, so AUTH_HELLO
+// goes out as soon as the connection is up. A wrong secret ends the join with
+// kUnauthenticated. TCPStore queries may share the connection (rendezvous/framer.h): store()
+// keeps one in flight and queues the rest, so replies match queries; a WAIT that never
+// completes blocks later store() calls (but not rendezvous traffic).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -128,12 +126,7 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   void send(std::string bytes);
   // A native request, signed when a secret is in use.
   void send_native(const rendezvous::membership::Request& request);
-  // Sends AUTH_OPEN and the held JOIN signed over this open's challenge.
-  void open_signed();
-  // The JOIN is settled (JOINED after an open, or sent under a CHALLENGE): heartbeats and held
-  // store queries start.
-  void opened();
-  // The daemon's CHALLENGE: sends the held JOIN again as frame 0 under it.
+  // The daemon's CHALLENGE: sends the held JOIN as the first AUTH_FRAME.
   void on_challenge(const ChallengeMessage& challenge);
   // JOIN is on the wire: heartbeats and held store queries start.
   void joined_sent();
@@ -178,10 +171,6 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   std::optional<auth::MacKey> mac_key_;  // job_key_, made ready for this connection's frames
   std::string run_id_;
   std::optional<auth::Challenge> challenge_;
-  // kHello: AUTH_HELLO sent, the CHALLENGE is owed; kOpening: AUTH_OPEN and the JOIN sent,
-  // JOINED or a CHALLENGE is owed; kReady: the JOIN is settled.
-  enum class Handshake { kNone, kHello, kOpening, kReady };
-  Handshake handshake_ = Handshake::kNone;
   std::uint64_t counter_ = 0;
   std::optional<rendezvous::membership::JoinRequest> held_join_;  // until the CHALLENGE
 };

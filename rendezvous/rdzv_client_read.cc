@@ -75,8 +75,6 @@ bool RdzvClient::consume() {
 bool RdzvClient::on_push(rendezvous::membership::Payload push) {
   if (join_done_) {
     if (auto* joined = std::get_if<rendezvous::membership::Joined>(&push)) {
-      // The open went through without a challenge: the JOIN is settled.
-      if (handshake_ == Handshake::kOpening) opened();
       auto done = std::move(join_done_);
       join_done_ = nullptr;
       done(*joined);

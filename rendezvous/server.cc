@@ -190,8 +190,6 @@ class ServerImpl final : public Server {
     s.parked_waits = ctx.store.parked_waits();
     s.ops = ctx.ops;
     s.native_requests = ctx.native_requests;
-    s.opens_without_challenge = ctx.native.open_counts().without_challenge;
-    s.opens_challenged = ctx.native.open_counts().challenged;
     return s;
   }
 

@@ -47,8 +47,6 @@ struct ServerStats {
   std::size_t parked_waits = 0;
   std::array<std::uint64_t, kOpCount> ops{};  // TCPStore requests served, by Op
   std::uint64_t native_requests = 0;          // native rendezvous requests served
-  std::uint64_t opens_without_challenge = 0;  // AUTH_OPENs that skipped the round trip
-  std::uint64_t opens_challenged = 0;         // AUTH_OPENs answered with a CHALLENGE
 };
 
 class Server {

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <utility>
 
+#include "rendezvous/membership/wire.h"
+
 namespace ddp::rendezvous {
 
 namespace asio = boost::asio;
@@ -144,6 +146,12 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
       case FrameKind::kError:
         close(frame.error, true);
         return std::nullopt;
+      case FrameKind::kRefused:
+        // Told to the agent (its join ends with it), then closed: what follows is unframable.
+        push(rendezvous::membership::encode_push(
+            rendezvous::membership::ErrorEvent{ErrorCode::kUnauthenticated, frame.error}));
+        close(frame.error, true);
+        return std::nullopt;
       case FrameKind::kStore:
         used += frame.consumed;
         first_request_done();
@@ -156,7 +164,6 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
         handle_native(std::move(frame.native));
         break;
       case FrameKind::kAuthHello:
-      case FrameKind::kAuthOpen:
       case FrameKind::kAuthFrame:
         used += frame.consumed;
         handle_auth(frame);
@@ -221,8 +228,6 @@ void Session::handle_auth(Frame& frame) {
   if (!become_native()) return;
   if (frame.kind == FrameKind::kAuthHello) {
     ctx_->native.hello(*node_id_, frame.hello_run_id);
-  } else if (frame.kind == FrameKind::kAuthOpen) {
-    ctx_->native.open(*node_id_, frame.open);
   } else {
     ++ctx_->native_requests;
     ctx_->native.handle_auth(*node_id_, frame.auth, std::move(frame.native));

@@ -76,10 +76,9 @@ class Fanout final : public proc::ProcessObserver {
       auto secret = rendezvous::auth::fresh_secret();
       if (!secret) return usage_error("cannot make the job's secret: " + secret.status().message());
       secret_ = std::move(secret).value();
-      // Fresh: drawn just now for this daemon, so AUTH_OPEN needs no wait after its start.
-      options.auth.pinned.push_back({invocation_.config.run_id,
-                                     rendezvous::auth::job_key(secret_, invocation_.config.run_id),
-                                     true});
+      options.auth.pinned.push_back(
+          {invocation_.config.run_id,
+           rendezvous::auth::job_key(secret_, invocation_.config.run_id)});
       options.host = "";  // every interface: the nodes dial the advertised address
       options.port = port;
       auto server = rendezvous::Server::start(io_, options);

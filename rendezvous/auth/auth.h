@@ -31,7 +31,6 @@ using Bytes32 = std::array<std::uint8_t, 32>;
 using Key = Bytes32;        // a job key (or any 32-byte symmetric key)
 using Mac = Bytes32;        // an HMAC-SHA256 tag
 using Challenge = Bytes32;  // the daemon's per-connection nonce
-using Nonce = Bytes32;      // an agent's per-connection nonce (AUTH_OPEN)
 
 inline constexpr std::size_t kMinSecretBytes = 16;
 
@@ -68,8 +67,6 @@ Mac frame_mac(MacKey& job_key, const Challenge& challenge, std::uint64_t counter
 // The same with a fresh context for `job_key` (tests; keys used once).
 Mac frame_mac(const Key& job_key, const Challenge& challenge, std::uint64_t counter,
               std::string_view run_id, std::string_view covered);
-// The challenge of a connection opened with AUTH_OPEN (see above).
-Challenge open_challenge(const Nonce& nonce, std::int64_t unix_ms);
 
 // Per-connection replay guard: frames must carry 0, 1, 2 ... in order (TCP keeps order, so
 // any other value is a replay, a reorder or a forgery).

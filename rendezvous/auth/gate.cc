@@ -2,8 +2,8 @@
 
 namespace ddp::rendezvous::auth {
 
-void Gate::pin(std::string run_id, const Key& key, bool fresh) {
-  keys_.insert_or_assign(std::move(run_id), Entry(key, true, fresh));
+void Gate::pin(std::string run_id, const Key& key) {
+  keys_.insert_or_assign(std::move(run_id), Entry(key, true));
 }
 
 bool Gate::keyed(std::string_view run_id) const {
@@ -25,30 +25,8 @@ Status Gate::check_plain_join(std::string_view run_id) const {
   return Status::ok();
 }
 
-OpenVerdict Gate::open(ConnectionAuth& conn, const Nonce& nonce, std::int64_t stamp_unix_ms,
-                       std::int64_t now_unix_ms) const {
-  auto it = keys_.find(conn.run_id);
-  const OpenVerdict verdict =
-      it == keys_.end() ? OpenVerdict::kUnknownKey
-                        : open_guard_.judge(nonce, stamp_unix_ms, now_unix_ms, it->second.fresh);
-  conn.opened = ConnectionAuth::Opened{nonce, stamp_unix_ms, verdict == OpenVerdict::kAccept};
-  if (verdict == OpenVerdict::kAccept) conn.challenge = open_challenge(nonce, stamp_unix_ms);
-  return verdict;
-}
-
-void Gate::dropped(const ConnectionAuth& conn, const FrameCheck& frame, std::int64_t now_unix_ms) {
-  auto it = keys_.find(conn.run_id);
-  if (!conn.opened || it == keys_.end()) return;
-  const Mac expected =
-      frame_mac(it->second.mac, open_challenge(conn.opened->nonce, conn.opened->stamp_ms),
-                frame.counter, conn.run_id, frame.covered);
-  if (same_mac(expected, frame.mac)) {
-    open_guard_.remember(conn.opened->nonce, conn.opened->stamp_ms, now_unix_ms);
-  }
-}
-
 Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exists,
-                    const KeyPair& daemon, std::int64_t now_unix_ms) {
+                    const KeyPair& daemon) {
   candidate_.reset();
   const std::string& run_id = conn.run_id;
   if (frame.is_join && frame.join_run_id != run_id) {
@@ -84,20 +62,6 @@ Status Gate::verify(ConnectionAuth& conn, const FrameCheck& frame, bool job_exis
                            " where " + std::to_string(conn.counter.next()) +
                            " was expected (a replayed or reordered frame)");
   }
-  if (conn.opened && frame.counter == 0) {
-    if (!frame.is_join) {
-      return unauthenticated("job '" + run_id +
-                             "': the first frame of a connection opened with AUTH_OPEN must be "
-                             "its JOIN");
-    }
-    // Challenged: the nonce may be known already (dropped()); only an unchallenged open must
-    // be its nonce's first use.
-    if (!open_guard_.remember(conn.opened->nonce, conn.opened->stamp_ms, now_unix_ms) &&
-        conn.opened->without_challenge) {
-      return unauthenticated("job '" + run_id +
-                             "': this AUTH_OPEN was used before (a replayed connection)");
-    }
-  }
   if (fresh) {
     if (!frame.is_join) {
       return unauthenticated("job '" + run_id + "' is unknown to this daemon; send JOIN first");
@@ -113,7 +77,7 @@ void Gate::settle(const std::string& run_id, bool job_exists) {
   auto it = keys_.find(run_id);
   if (it == keys_.end()) {
     if (candidate && candidate->first == run_id && job_exists) {
-      keys_.emplace(run_id, Entry(candidate->second, false, false));
+      keys_.emplace(run_id, Entry(candidate->second, false));
     }
     return;
   }

@@ -11,7 +11,6 @@ namespace ddp::rendezvous::auth {
 namespace {
 constexpr std::string_view kJobKeyLabel = "ddprun job key v1";
 constexpr std::string_view kFrameLabel = "ddprun frame v1";
-constexpr std::string_view kOpenLabel = "ddprun open v1";
 
 std::string_view view(const Bytes32& b) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
@@ -120,14 +119,6 @@ Mac frame_mac(const Key& key, const Challenge& challenge, std::uint64_t counter,
               std::string_view run_id, std::string_view covered) {
   MacKey ready(key);
   return frame_mac(ready, challenge, counter, run_id, covered);
-}
-
-Challenge open_challenge(const Nonce& nonce, std::int64_t unix_ms) {
-  // The label is the key: made ready once per thread.
-  thread_local MacKey label(kOpenLabel);
-  char stamp[8];
-  std::memcpy(stamp, &unix_ms, 8);
-  return label.mac({view(nonce), std::string_view(stamp, 8)});
 }
 
 std::string to_hex(std::string_view bytes) {

@@ -147,12 +147,6 @@ std::string format_metrics(const MetricsInput& in) {
   w.family("ddp_rdzv_native_requests_total", "counter",
            "Native rendezvous requests served (JOIN, heartbeats, reports).");
   w.sample("ddp_rdzv_native_requests_total", in.server.native_requests);
-  w.family("ddp_rdzv_auth_opens_total", "counter",
-           "Authenticated opens (AUTH_OPEN) of agents with a job secret, by whether they went on "
-           "without a challenge round trip or were challenged (docs/security.md).");
-  w.sample("ddp_rdzv_auth_opens_total", in.server.opens_without_challenge,
-           label("challenged", "false"));
-  w.sample("ddp_rdzv_auth_opens_total", in.server.opens_challenged, label("challenged", "true"));
 
   w.family("ddp_rdzv_status_connections", "gauge", "Open connections to this status port.");
   w.sample("ddp_rdzv_status_connections", in.http.open_connections);

@@ -5,6 +5,7 @@
 #include "rendezvous/auth/auth.h"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 
 #include "rendezvous/auth/gate.h"
@@ -12,7 +13,6 @@
 #include "rendezvous/framer.h"
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/protocol.h"
-#include "tests/rendezvous/gate_signer.h"
 
 namespace ddp::rendezvous::auth {
 namespace {
@@ -208,7 +208,26 @@ TEST_CASE("the Framer refuses an AUTH_FRAME that does not hold exactly one nativ
 }
 
 // ---- gate -----------------------------------------------------------------------------
-using test::Signer;
+// Builds the FrameCheck an agent's signed frame gives the daemon.
+struct Signer {
+  Key key;
+  std::string run_id;
+  std::string covered{};  // the last sign()'s covered bytes, which its FrameCheck views
+  FrameCheck sign(const ConnectionAuth& conn, std::uint64_t counter,
+                  const membership::Request& request, std::optional<KeyWrap> wrap = {}) {
+    covered = auth_covered(wrap, membership::encode_request(request));
+    FrameCheck f;
+    f.counter = counter;
+    f.wrap = wrap;
+    f.covered = covered;
+    f.mac = frame_mac(key, conn.challenge, counter, run_id, covered);
+    if (const auto* j = std::get_if<membership::JoinRequest>(&request)) {
+      f.is_join = true;
+      f.join_run_id = j->run_id;
+    }
+    return f;
+  }
+};
 
 membership::Request join_of(const std::string& run_id) {
   membership::JoinRequest j;
@@ -226,7 +245,7 @@ ConnectionAuth conn_for(const std::string& run_id, std::uint8_t nonce) {
 TEST_CASE("gate: a pinned job accepts its key, in counter order, and nothing else", "[auth]") {
   auto daemon = generate_key_pair();
   REQUIRE(daemon);
-  Gate gate(false, 0);
+  Gate gate(false);
   const Key key = job_key("the-right-secret", "A");
   gate.pin("A", key);
   CHECK(gate.keyed("A"));
@@ -235,24 +254,24 @@ TEST_CASE("gate: a pinned job accepts its key, in counter order, and nothing els
 
   auto conn = conn_for("A", 1);
   Signer right{key, "A"};
-  CHECK(gate.verify(conn, right.sign(conn, 0, join_of("A")), false, *daemon, 0));
+  CHECK(gate.verify(conn, right.sign(conn, 0, join_of("A")), false, *daemon));
   auto hb = right.sign(conn, 1, membership::Request{membership::Heartbeat{}});
-  CHECK(gate.verify(conn, hb, true, *daemon, 0));
+  CHECK(gate.verify(conn, hb, true, *daemon));
   // The same frame again (a replay on this connection) and a skipped counter: refused.
-  auto again = gate.verify(conn, hb, true, *daemon, 0);
+  auto again = gate.verify(conn, hb, true, *daemon);
   CHECK(again.code() == ErrorCode::kUnauthenticated);
   CHECK_THAT(again.message(), Catch::Contains("replayed"));
   // The same frame on another connection (another challenge): the MAC fails.
   auto other = conn_for("A", 2);
   other.counter.accept(0);
   other.counter.accept(1);
-  auto moved = gate.verify(other, hb, true, *daemon, 0);
+  auto moved = gate.verify(other, hb, true, *daemon);
   CHECK(moved.code() == ErrorCode::kUnauthenticated);
   CHECK_THAT(moved.message(), Catch::Contains("does not match"));
 
   Signer wrong{job_key("a-wrong-secret!!", "A"), "A"};
   auto bad = conn_for("A", 3);
-  auto refused = gate.verify(bad, wrong.sign(bad, 0, join_of("A")), true, *daemon, 0);
+  auto refused = gate.verify(bad, wrong.sign(bad, 0, join_of("A")), true, *daemon);
   CHECK(refused.code() == ErrorCode::kUnauthenticated);
   CHECK(bad.counter.next() == 0);  // a forged frame does not advance the counter
 }
@@ -260,12 +279,12 @@ TEST_CASE("gate: a pinned job accepts its key, in counter order, and nothing els
 TEST_CASE("gate: a connection opened for job A cannot join job B", "[auth]") {
   auto daemon = generate_key_pair();
   REQUIRE(daemon);
-  Gate gate(false, 0);
+  Gate gate(false);
   gate.pin("A", job_key("the-right-secret", "A"));
   gate.pin("B", job_key("the-right-secret", "B"));
   auto conn = conn_for("A", 1);
   Signer a{job_key("the-right-secret", "A"), "A"};
-  auto s = gate.verify(conn, a.sign(conn, 0, join_of("B")), false, *daemon, 0);
+  auto s = gate.verify(conn, a.sign(conn, 0, join_of("B")), false, *daemon);
   CHECK(s.code() == ErrorCode::kUnauthenticated);
   CHECK_THAT(s.message(), Catch::Contains("opened for job 'A'"));
 }
@@ -273,7 +292,7 @@ TEST_CASE("gate: a connection opened for job A cannot join job B", "[auth]") {
 TEST_CASE("gate: trust on first use registers the first JOIN's key once its job exists", "[auth]") {
   auto daemon = generate_key_pair();
   REQUIRE(daemon);
-  Gate gate(false, 0);
+  Gate gate(false);
   const Key key = job_key("the-right-secret", "J");
   auto conn = conn_for("J", 1);
   auto wrap = wrap_job_key(key, daemon->public_key, conn.challenge);
@@ -281,9 +300,9 @@ TEST_CASE("gate: trust on first use registers the first JOIN's key once its job 
   Signer first{key, "J"};
   // Without a wrap an unknown job cannot be joined with a frame.
   auto bare = conn_for("J", 9);
-  CHECK(gate.verify(bare, first.sign(bare, 0, join_of("J")), false, *daemon, 0).code() ==
+  CHECK(gate.verify(bare, first.sign(bare, 0, join_of("J")), false, *daemon).code() ==
         ErrorCode::kUnauthenticated);
-  REQUIRE(gate.verify(conn, first.sign(conn, 0, join_of("J"), *wrap), false, *daemon, 0));
+  REQUIRE(gate.verify(conn, first.sign(conn, 0, join_of("J"), *wrap), false, *daemon));
   gate.settle("J", true);
   CHECK(gate.keyed("J"));
   // A later agent with another secret (and its own wrap) is refused: the key is the first one.
@@ -292,8 +311,9 @@ TEST_CASE("gate: trust on first use registers the first JOIN's key once its job 
   auto other_wrap = wrap_job_key(other, daemon->public_key, late.challenge);
   REQUIRE(other_wrap);
   Signer intruder{other, "J"};
-  CHECK(gate.verify(late, intruder.sign(late, 0, join_of("J"), *other_wrap), true, *daemon, 0)
-            .code() == ErrorCode::kUnauthenticated);
+  CHECK(
+      gate.verify(late, intruder.sign(late, 0, join_of("J"), *other_wrap), true, *daemon).code() ==
+      ErrorCode::kUnauthenticated);
   // A plain JOIN to the keyed job is refused; a keyed JOIN to a keyless running job too.
   CHECK_FALSE(gate.check_plain_join("J"));
   auto k = conn_for("K", 3);
@@ -301,7 +321,7 @@ TEST_CASE("gate: trust on first use registers the first JOIN's key once its job 
   auto kwrap = wrap_job_key(kk, daemon->public_key, k.challenge);
   REQUIRE(kwrap);
   Signer ks{kk, "K"};
-  CHECK(gate.verify(k, ks.sign(k, 0, join_of("K"), *kwrap), true, *daemon, 0).code() ==
+  CHECK(gate.verify(k, ks.sign(k, 0, join_of("K"), *kwrap), true, *daemon).code() ==
         ErrorCode::kUnauthenticated);
   // When the job is gone, an unpinned key is forgotten; a refused first JOIN registers nothing.
   gate.settle("J", false);
@@ -309,7 +329,7 @@ TEST_CASE("gate: trust on first use registers the first JOIN's key once its job 
 }
 
 TEST_CASE("gate: require-secret refuses plain JOINs", "[auth]") {
-  Gate gate(true, 0);
+  Gate gate(true);
   auto s = gate.check_plain_join("job");
   CHECK(s.code() == ErrorCode::kUnauthenticated);
   CHECK_THAT(s.message(), Catch::Contains("--require-secret"));

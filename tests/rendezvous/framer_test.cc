@@ -136,6 +136,14 @@ TEST_CASE("bad input of either kind is an error naming it", "[framer]") {
     auto g = framer.next(byte(0x90) + u64(1) + byte(0));
     CHECK(g.kind == FrameKind::kError);
   }
+  SECTION("the removed AUTH_OPEN (0x8A), refused with the upgrade it needs, complete or not") {
+    Framer framer{Limits{}};
+    for (const std::string& bytes : {byte(0x8A), byte(0x8A) + u64(3) + "job"}) {
+      auto f = framer.next(bytes);
+      REQUIRE(f.kind == FrameKind::kRefused);
+      CHECK_THAT(f.error, Catch::Contains("one challenge per connection"));
+    }
+  }
 }
 
 TEST_CASE("mutated mixed streams frame safely: progress or a clean stop", "[framer]") {
@@ -170,7 +178,7 @@ TEST_CASE("mutated mixed streams frame safely: progress or a clean stop", "[fram
     while (used < stream.size()) {
       const std::string_view rest = std::string_view(stream).substr(used);
       Frame f = framer.next(rest);
-      if (f.kind == FrameKind::kError) {
+      if (f.kind == FrameKind::kError || f.kind == FrameKind::kRefused) {
         CHECK_FALSE(f.error.empty());
         break;
       }

@@ -15,7 +15,6 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
-#include "tests/rendezvous/auth_agent.h"
 #include "tests/rendezvous/run_until.h"
 
 namespace ddp::rendezvous {
@@ -28,8 +27,36 @@ const std::string kSecret = "0123456789abcdef-the-job-secret";
 
 using test::run_until;
 
-using test::Agent;
-using test::start_agent;
+// An RdzvClient agent that records its JOIN reply and every push.
+struct Agent {
+  std::shared_ptr<RdzvClient> client;
+  std::optional<Result<membership::Joined>> joined;
+  std::vector<membership::Payload> events;
+  template <typename T>
+  const T* last() const {
+    for (auto it = events.rbegin(); it != events.rend(); ++it) {
+      if (const T* p = std::get_if<T>(&*it)) return p;
+    }
+    return nullptr;
+  }
+};
+
+// Connects to 127.0.0.1:`port` (REQUIREd within 2 s) and sends `request`, signed with `secret`.
+std::unique_ptr<Agent> start_agent(boost::asio::io_context& io, std::uint16_t port,
+                                   membership::JoinRequest request,
+                                   std::optional<std::string> secret) {
+  auto agent = std::make_unique<Agent>();
+  Agent* a = agent.get();
+  a->client = RdzvClient::create(
+      io, {[a](const membership::Payload& p) { a->events.push_back(p); }, [](const Status&) {}});
+  std::optional<Status> connected;
+  a->client->connect("127.0.0.1", port, std::chrono::seconds(2), [&](Status s) { connected = s; });
+  REQUIRE(run_until(io, [&] { return connected.has_value(); }));
+  REQUIRE(connected->is_ok());
+  if (secret) a->client->use_secret(*secret);
+  a->client->join(std::move(request), [a](Result<membership::Joined> j) { a->joined = j; });
+  return agent;
+}
 
 std::unique_ptr<Agent> join_agent(boost::asio::io_context& io, std::uint16_t port, std::string key,
                                   std::optional<std::string> secret) {

@@ -113,5 +113,42 @@ TEST_CASE("WATCH_KEY and native requests never share a connection", "[native]") 
   }
 }
 
+TEST_CASE("an old agent's AUTH_OPEN (0x8A) gets an ERROR push, then the connection closes",
+          "[native][auth]") {
+  Raw raw;
+  // What a ddprun from before issue 31 wrote first: AUTH_OPEN (run id, nonce, wall clock) and,
+  // in the same write, its JOIN as an AUTH_FRAME.
+  const std::string join = m::encode_request(pending_join());
+  raw.send(byte(0x8A) + str("raw") + std::string(32, '\x07') + u64(1764000000000) + byte(0x89) +
+           u64(0) + std::string(32, '\0') + byte(0) + str(join));
+  auto [head, head_ec] = raw.read(10);  // type, code, u64 message length
+  REQUIRE_FALSE(head_ec);
+  CHECK(static_cast<std::uint8_t>(head[0]) == 0x94);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(head[2 + i]);
+  REQUIRE(n < 1000);
+  auto [message, message_ec] = raw.read(n);
+  REQUIRE_FALSE(message_ec);
+  auto push = m::decode_push(head + message);
+  REQUIRE(push.state == m::DecodeState::kComplete);
+  const auto* error = std::get_if<m::ErrorEvent>(&push.message);
+  REQUIRE(error != nullptr);
+  CHECK(error->code == ErrorCode::kUnauthenticated);
+  CHECK_THAT(error->message,
+             Catch::Contains("one challenge per connection") && Catch::Contains("upgrade"));
+  auto [rest, ec] = raw.read(1);
+  CHECK(rest.empty());
+  CHECK(ec == boost::asio::error::eof);
+  // The daemon goes on: a new connection joins.
+  tcp::socket other(raw.io);
+  other.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), raw.server->port()));
+  boost::asio::write(other, boost::asio::buffer(join));
+  raw.socket = std::move(other);
+  const std::string joined = m::encode_push(m::Joined{1, false});
+  auto [bytes, joined_ec] = raw.read(joined.size());
+  CHECK_FALSE(joined_ec);
+  CHECK(bytes == joined);
+}
+
 }  // namespace
 }  // namespace ddp::rendezvous

@@ -9,6 +9,7 @@ import random
 import resource
 import socket
 import struct
+import subprocess
 import sys
 import time
 import unittest
@@ -85,6 +86,18 @@ class BadInput(unittest.TestCase):
             slow.sendall(request[500:] + b"\x02" + s("half/key"))  # finish, then GET
             self.assertEqual(recv_vec(slow), b"x" * 1000)
 
+    def test_an_old_agents_auth_open_is_refused_with_an_error_push(self):
+        # AUTH_OPEN (0x8A, removed in issue 31: run id, nonce, wall clock) and its JOIN frame.
+        with connect(self.d.port) as c:
+            c.sendall(b"\x8a" + s("old-job") + b"\x07" * 32 + u64(1764000000000) + b"\x89" +
+                      u64(0) + b"\x00" * 33 + s(b"\x87"))
+            head = recv_exact(c, 10)  # ERROR: type, code, u64 message length
+            self.assertEqual(head[:2], bytes([0x94, 12]))  # kUnauthenticated
+            message = recv_exact(c, struct.unpack_from("<Q", head, 2)[0]).decode()
+            self.assertIn("one challenge per connection", message)
+            self.assertTrue(closed_by_peer(c))
+        self.assert_healthy()
+
     def test_ten_thousand_connections_opened_and_dropped(self):
         conns = []
         try:
@@ -107,6 +120,17 @@ class BadInput(unittest.TestCase):
         # health with a round trip (which queues behind the 10,000 closes).
         self.assert_healthy()
         print(f"RSS after dropping them: {self.d.rss_kb()} kB", file=sys.stderr)
+
+
+class RemovedFlags(unittest.TestCase):
+    def test_open_window_is_refused_in_one_line(self):
+        for args in (["--open-window", "10"], ["--open-window=0"], ["--open-window"]):
+            out = subprocess.run([DAEMON, "--port", "0", *args], capture_output=True, text=True,
+                                 timeout=10)
+            self.assertEqual(out.returncode, 2, out.stderr)
+            self.assertEqual(out.stderr.count("\n"), 1, out.stderr)
+            self.assertIn("--open-window: removed; agents always answer one challenge per "
+                          "connection", out.stderr)
 
 
 if __name__ == "__main__":
