@@ -67,6 +67,9 @@ class EtcdFaultTest(EtcdCase):
             ("cacert=/x", "protocol=https"),
             ("is_host=1", "is_host"),
             ("flavour=mild", "unknown key"),
+            # the presence mesh's key, removed: refused naming what replaced it
+            ("presence_timeout=1", "presence_timeout: removed; a lost node is noticed at "
+             "lease_ttl, lower it with --rdzv-conf lease_ttl=SECONDS"),
         ]
         for conf, fragment in cases:
             with self.subTest(conf=conf):
