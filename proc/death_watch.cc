@@ -136,6 +136,8 @@ Result<std::unique_ptr<DeathWatch>> DeathWatch::start(LastWords last_words) {
     watcher_main(fds[0], last_words);
   }
   ::close(fds[0]);
+  // The watcher does the same itself; done here too, it holds once start() returns.
+  ::setpgid(pid, pid);
   return std::unique_ptr<DeathWatch>(new DeathWatch(pid, fds[1]));
 }
 
