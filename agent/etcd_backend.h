@@ -15,7 +15,8 @@
 // by join_timeout), the lease could not be renewed for its TTL (lost etcd mid-job) or expired
 // (kPeerGone), the run id finished (kJobFinished), a refused JOIN: on_lost.
 //
-// Threading: the agent's io_context thread, but for the destructor (below).
+// Threading: the agent's io_context thread; the destructor on that thread once the loop has
+// stopped (below).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
