@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <type_traits>
 
 #include "agent/agent_machine.h"
 #include "agent/clock.h"
@@ -88,7 +89,12 @@ Result<std::unique_ptr<RendezvousBackend>> multinode_backend(asio::io_context& i
                                                              const AgentConfig& config,
                                                              RunSetup& setup, Settings settings,
                                                              proc::DeathWatch& death_watch) {
-  auto backend = std::make_unique<Backend>(io, config, setup, std::move(settings));
+  std::unique_ptr<Backend> backend;
+  if constexpr (std::is_same_v<Backend, EtcdBackend>) {  // it tells the watch its lease
+    backend = std::make_unique<Backend>(io, config, setup, std::move(settings), &death_watch);
+  } else {
+    backend = std::make_unique<Backend>(io, config, setup, std::move(settings));
+  }
   // The death watch's environment match must reach this agent's workers only: other jobs
   // may share the run id (static jobs default to "none") and other agents of this job on
   // the same machine share it too. So the agent's own mark goes in with the run id, before
@@ -170,24 +176,30 @@ int run(const AgentConfig& config) {
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the agent
-  auto death_watch = proc::DeathWatch::start();
-  if (!death_watch) {
-    spdlog::error("{}", death_watch.status().message());
-    return 1;
-  }
-  std::string backend_name = "local";
-  asio::io_context io;
-  Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
-  std::unique_ptr<JobReport> report;
+  // An etcd job's settings come first: the death watch revokes its lease if the agent dies.
+  std::optional<EtcdSettings> etcd;
   if (is_etcd_backend(config.rdzv_backend) && !config.standalone) {
     auto settings = etcd_settings(config);
     if (!settings) {  // bad input: one line, exit 2, as the launcher reports it
       std::fprintf(stderr, "ddprun: error: %s\n", settings.status().message().c_str());
       return 2;
     }
+    etcd = std::move(settings).value();
+  }
+  auto death_watch = proc::DeathWatch::start(etcd ? lease_revoker(*etcd) : nullptr);
+  if (!death_watch) {
+    spdlog::error("{}", death_watch.status().message());
+    return 1;
+  }
+  std::string backend_name = "local";
+  // Destroyed in reverse order: the backend after the loop stopped (an etcd backend's last
+  // words, Leave and revoke, are blocking calls then), and before the death watch.
+  asio::io_context io;
+  Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
+  std::unique_ptr<JobReport> report;
+  if (etcd) {
     backend_name = "etcd";  // etcd-v2 and etcd-v3 are the same backend
-    backend = multinode_backend<EtcdBackend>(io, config, *setup, std::move(settings).value(),
-                                             **death_watch);
+    backend = multinode_backend<EtcdBackend>(io, config, *setup, std::move(*etcd), **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
   } else if (is_multinode(config)) {
     auto rdzv = rdzv_settings(config);

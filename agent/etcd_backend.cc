@@ -8,8 +8,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <charconv>
 
-#include "agent/host_listen.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::agent {
@@ -38,14 +38,37 @@ etcd::ClientOptions keep_alive_options(const EtcdSettings& s) {
           .transport = etcd_transport(s)};
 }
 
+// One blocking call on a private io_context: for the last words, when no loop runs.
+Result<etcd::Json> call_last(const EtcdSettings& s, std::chrono::milliseconds timeout,
+                             const std::string& path, const etcd::Json& body) {
+  etcd::ClientOptions last = keep_alive_options(s);
+  last.request_timeout = timeout;
+  return etcd::call_blocking(last, path, body);
+}
+
+Result<etcd::Json> revoke_blocking(const EtcdSettings& s, std::chrono::milliseconds timeout,
+                                   std::int64_t lease) {
+  return call_last(s, timeout, "/v3/lease/revoke", etcd::Json{{"ID", std::to_string(lease)}});
+}
+
 std::string finished_text(const membership::JobFinished& f) {
   return "exit code " + std::to_string(f.exit_code) + (f.reason.empty() ? "" : ": " + f.reason);
 }
 
 }  // namespace
 
+proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings) {
+  return [settings](const std::string& note) {
+    std::int64_t lease = 0;
+    auto [end, ec] = std::from_chars(note.data(), note.data() + note.size(), lease);
+    if (ec == std::errc() && end == note.data() + note.size() && lease != 0) {
+      (void)revoke_blocking(settings, 2s, lease);
+    }
+  };
+}
+
 EtcdBackend::EtcdBackend(asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
-                         EtcdSettings settings)
+                         EtcdSettings settings, proc::DeathWatch* death_watch)
     : io_(io),
       config_(config),
       setup_(setup),
@@ -55,21 +78,31 @@ EtcdBackend::EtcdBackend(asio::io_context& io, const AgentConfig& config, const 
       servers_(io, config, settings_.rdzv, setup.group.run_id),
       client_(io.get_executor(), call_options(settings_)),
       keepalive_client_(io.get_executor(), keep_alive_options(settings_)),
-      presence_(io, client_, keys_, setup.group.run_id, node_key_),
+      death_watch_(death_watch),
       keep_alive_timer_(io),
       progress_(io, [this] {
         if (!closed_ && !lost_ && !first_round_seen_) send(membership::QueryWaiting{});
       }) {}
 
-EtcdBackend::~EtcdBackend() { close(); }
-
-Status EtcdBackend::start() {
-  if (Status s = servers_.start(); !s) return s;
-  // Bound like the workers' store, reached at the address this node advertises.
-  presence_.start(store_bind_host(config_.local_addr), advertised_addr(), config_.max_nodes,
-                  settings_.presence_timeout);
-  return Status::ok();
+EtcdBackend::~EtcdBackend() {
+  close();
+  if (lease_ == 0) return;
+  // After a lost etcd, a short try: the exit must not wait on an unreachable etcd.
+  const auto timeout = lost_ ? 300ms : 2s;
+  if (leave_reason_) {
+    auto key = keys_.request(node_key_, ++request_seq_);
+    (void)call_last(
+        settings_, timeout, "/v3/kv/put",
+        etcd::op_put(key, membership::encode_request(membership::Leave{*leave_reason_}), lease_)
+            .at("request_put"));
+  }
+  // Revoking deletes this node's keys at once: the others hear it left now, not at expiry.
+  (void)revoke_blocking(settings_, timeout, lease_);
+  // Tried: the death watch is not to try again after this process exits.
+  if (death_watch_) death_watch_->clear_last_words();
 }
+
+Status EtcdBackend::start() { return servers_.start(); }
 
 std::string EtcdBackend::advertised_addr() const {
   return config_.local_addr.empty() ? setup_.hostname : config_.local_addr;
@@ -93,7 +126,14 @@ asio::awaitable<void> EtcdBackend::run_join() {
     co_return;
   }
   lease_ = lease->id;
-  presence_.set_lease(lease_);
+  if (lease->ttl > settings_.lease_ttl) {
+    spdlog::warn(
+        "etcd granted a lease of {} s for lease_ttl={}: its smallest (1.5 x its election "
+        "timeout, rounded up); a lost node is noticed after {} s",
+        lease->ttl.count(), settings_.lease_ttl.count(), lease->ttl.count());
+  }
+  // From here a death of this agent without its own revoke is revoked by the death watch.
+  if (death_watch_) death_watch_->set_last_words(std::to_string(lease_));
   asio::co_spawn(io_, keep_alive(), asio::detached);
 
   auto finished = co_await client_.range(keys_.finished());
@@ -145,10 +185,8 @@ asio::awaitable<void> EtcdBackend::run_join() {
   join.node.addr = advertised_addr();
   join.node.store_port = servers_.store_port();
   join.node.local_world_size = static_cast<std::uint32_t>(config_.nproc_per_node);
-  auto join_txn =
-      etcd::put_if_absent(keys_.node(node_key_), membership::encode_request(join), lease_);
-  presence_.add_token(join_txn);  // the presence token, under this lease, in the same txn
-  auto put = co_await client_.txn(std::move(join_txn));
+  auto put = co_await client_.txn(
+      etcd::put_if_absent(keys_.node(node_key_), membership::encode_request(join), lease_));
   if (!*alive || closed_) co_return;
   if (!put) co_return lost(put.status());
   if (!put->succeeded) {
@@ -163,17 +201,11 @@ asio::awaitable<void> EtcdBackend::campaign() {
   auto alive = alive_;
   if (campaigning_ || coordinator_ || finished_) co_return;
   campaigning_ = true;
-  auto claim = etcd::put_if_absent(keys_.coordinator(), presence_.claim(), lease_);
-  claim.failure.push_back(etcd::op_range(keys_.coordinator()));  // who holds it: follow them
-  auto r = co_await client_.txn(std::move(claim));
+  auto r = co_await client_.txn(etcd::put_if_absent(keys_.coordinator(), node_key_, lease_));
   if (!*alive || closed_) co_return;
   campaigning_ = false;
   if (!r) co_return lost(r.status());
-  if (!r->succeeded) {
-    if (!r->ranges.empty() && !r->ranges[0].kvs.empty()) presence_.follow(r->ranges[0].kvs[0]);
-    co_return;
-  }
-  presence_.coordinate();
+  if (!r->succeeded) co_return;
   // r->revision is the winning txn's: P/coordinator's create_revision, the fence.
   coordinator_ = std::make_unique<EtcdCoordinator>(
       io_, client_, keys_, setup_.group.run_id, lease_, node_key_, r->revision,
@@ -217,12 +249,8 @@ void EtcdBackend::on_coordinator_change(const std::vector<etcd::WatchEvent>& eve
   if (closed_ || lost_ || finished_) return;
   bool freed = false;
   for (const auto& e : events) {
-    if (!e.deleted) {
-      if (!coordinator_) presence_.follow(e.kv);
-      continue;
-    }
+    if (!e.deleted) continue;
     freed = true;
-    presence_.unfollow();
     coordinator_gone_revision_ = e.kv.mod_revision;  // where a successor orders the loss
   }
   if (!freed) return;
@@ -367,22 +395,6 @@ void EtcdBackend::close() {
   if (event_watch_) event_watch_->cancel();
   if (coordinator_watch_) coordinator_watch_->cancel();
   servers_.stop();
-  if (lease_ == 0) return presence_.stop();
-  // The agent's io_context has stopped: the last words are blocking, and short.
-  etcd::ClientOptions last = keep_alive_options(settings_);
-  // After a lost etcd, a short try: the exit must not wait on an unreachable etcd.
-  last.request_timeout = lost_ ? 300ms : 2s;
-  if (leave_reason_) {
-    auto key = keys_.request(node_key_, ++request_seq_);
-    (void)etcd::call_blocking(
-        last, "/v3/kv/put",
-        etcd::op_put(key, membership::encode_request(membership::Leave{*leave_reason_}), lease_)
-            .at("request_put"));
-  }
-  // Revoking deletes this node's keys at once: the others hear it left now, not at expiry.
-  (void)etcd::call_blocking(last, "/v3/lease/revoke", etcd::Json{{"ID", std::to_string(lease_)}});
-  // Only now: the coordinator must not revoke this node's lease before its Leave is written.
-  presence_.stop();
 }
 
 }  // namespace ddp::agent

@@ -1,21 +1,22 @@
 // The etcd rendezvous backend (--rdzv-backend etcd; docs/etcd.md): the job's membership lives
 // in etcd (v3 API through the JSON gateway, etcd/), its state machine in whichever agent won
 // the election (etcd_coordinator.h). This node:
-//  - holds a lease (lease_ttl, kept alive every TTL/3) that carries its node key: its expiry
-//    is this node lost for the others; a clean exit revokes it at once;
+//  - holds a lease (lease_ttl, kept alive every TTL/3) that carries its node key: its end is
+//    this node lost for the others. A clean exit revokes it; so does the agent's death watch
+//    when the agent dies without one (SIGKILL, crash: lease_revoker below), so only a lost
+//    machine (or a frozen agent) waits for the lease to expire;
 //  - joins by creating P/nodes/<node_key> (the encoded JOIN), reports by writing request keys,
 //    and hears the job through a watch on its own event prefix (read, then watch from the
 //    next revision);
 //  - runs for coordinator whenever P/coordinator is free, and when the coordinator goes
-//    (its lease expired) stops its running round's workers: the new coordinator re-forms the
-//    job. A new round's assignment is held until this node answered for the previous round;
-//  - keeps a presence connection to the coordinating agent (etcd_presence.h): a dead agent
-//    process is noticed when its socket closes, not when its lease expires.
+//    (its lease ended) stops its running round's workers: the new coordinator re-forms the
+//    job. A new round's assignment is held until this node answered for the previous round.
 // Failures: etcd unreachable at start (kIo naming the endpoints, after read_timeout capped
 // by join_timeout), the lease could not be renewed for its TTL (lost etcd mid-job) or expired
 // (kPeerGone), the run id finished (kJobFinished), a refused JOIN: on_lost.
 //
-// Threading: the agent's io_context thread.
+// Threading: the agent's io_context thread; the destructor on that thread once the loop has
+// stopped (below).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -27,7 +28,6 @@
 #include "agent/config.h"
 #include "agent/etcd_coordinator.h"
 #include "agent/etcd_keys.h"
-#include "agent/etcd_presence.h"
 #include "agent/etcd_settings.h"
 #include "agent/join_progress.h"
 #include "agent/node_servers.h"
@@ -35,13 +35,24 @@
 #include "agent/run_setup.h"
 #include "etcd/client.h"
 #include "etcd/watch.h"
+#include "proc/death_watch.h"
 
 namespace ddp::agent {
 
+// The death watch's last words for an etcd agent (proc/death_watch.h): the note is this
+// agent's lease id, which they revoke (one blocking call, at most 2 s) in the watcher once the
+// agent died without revoking it itself.
+proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings);
+
 class EtcdBackend final : public RendezvousBackend {
  public:
+  // `death_watch` (may be null) is told the lease while this node holds one.
   EtcdBackend(boost::asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
-              EtcdSettings settings);
+              EtcdSettings settings, proc::DeathWatch* death_watch = nullptr);
+  // The last words, once the agent's io_context has stopped (the agent destroys its backend
+  // after its loop returned; close() must have run): a Leave when leave() was told, then the
+  // lease revoked, so the others hear this node went now, not at the lease's expiry. Blocking,
+  // each call bounded (2 s; 300 ms after etcd was lost).
   ~EtcdBackend() override;
 
   // Starts this node's workers' store. Errors name the port and the fix.
@@ -55,6 +66,8 @@ class EtcdBackend final : public RendezvousBackend {
   void workers_stopped(std::uint64_t round) override;
   void leave(const std::string& reason) override;
   void wait_finished(std::function<void()> done) override;
+  // Ends the watches, timers, the coordinator and the workers' store; never waits on etcd
+  // (the lease outlives it until the destructor).
   void close() override;
 
  private:
@@ -79,7 +92,7 @@ class EtcdBackend final : public RendezvousBackend {
   NodeServers servers_;
   etcd::Client client_;            // calls that may wait up to read_timeout
   etcd::Client keepalive_client_;  // keep-alives: bounded by a third of the TTL
-  EtcdPresence presence_;          // the fast liveness signal beside the lease
+  proc::DeathWatch* death_watch_;  // may be null
   RendezvousEvents* events_ = nullptr;
   std::int64_t lease_ = 0;
   std::unique_ptr<EtcdCoordinator> coordinator_;

@@ -1,7 +1,6 @@
 // The etcd keys of one job (docs/etcd.md draws them). Pure. P = <prefix>/<run_id>/:
 //   P/coordinator            the elected coordinator (its lease)
 //   P/nodes/<node_key>       one per agent: its JOIN (its lease); deleted = node lost
-//   P/presence/<node_key>    one per agent: its presence token (its lease, same txn as JOIN)
 //   P/req/<node_key>/<seq>   an agent's reports and LEAVE (its lease)
 //   P/ev/<node_key>/<id>     the job's events for that agent (the coordinator's lease)
 //   P/state                  durable: round, restart count, departures
@@ -24,7 +23,6 @@ class EtcdKeys {
   std::string coordinator() const { return job_ + "coordinator"; }
   std::string nodes() const { return job_ + "nodes/"; }
   std::string node(const std::string& node_key) const { return nodes() + node_key; }
-  std::string presence(const std::string& node_key) const { return job_ + "presence/" + node_key; }
   std::string requests() const { return job_ + "req/"; }
   std::string request(const std::string& node_key, std::uint64_t seq) const;
   std::string events(const std::string& node_key) const { return job_ + "ev/" + node_key + "/"; }

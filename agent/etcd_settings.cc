@@ -1,9 +1,6 @@
 #include "agent/etcd_settings.h"
 
-#include <algorithm>
 #include <charconv>
-#include <cmath>
-#include <optional>
 
 namespace ddp::agent {
 
@@ -23,7 +20,6 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
   shared.rdzv_endpoint = s.endpoints.front().to_string();
   shared.rdzv_conf.clear();
   bool tls_files = false;
-  std::optional<std::chrono::milliseconds> presence_timeout;
   for (const auto& [key, value] : config.rdzv_conf) {
     if (key == "etcd_prefix") {
       if (value.empty() || value.find('\0') != std::string::npos) {
@@ -41,16 +37,9 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
       }
       s.lease_ttl = std::chrono::seconds(n);
     } else if (key == "presence_timeout") {
-      double seconds = -1;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
-      if (ec != std::errc() || end != value.data() + value.size() ||
-          !(seconds == 0 || (seconds >= 0.5 && seconds <= 3600))) {
-        // Below 0.5 s a live machine's delayed acknowledgements could read as silence.
-        return invalid_argument("--rdzv-conf presence_timeout=" + value +
-                                " must be seconds from 0.5 to 3600, or 0 to turn the check "
-                                "off (e.g. presence_timeout=1.5)");
-      }
-      presence_timeout = std::chrono::milliseconds(std::llround(seconds * 1000));
+      return invalid_argument(
+          "--rdzv-conf presence_timeout: removed; a lost node is noticed at lease_ttl, lower "
+          "it with --rdzv-conf lease_ttl=SECONDS");
     } else if (key == "protocol") {
       if (value != "http" && value != "https") {
         return invalid_argument("--rdzv-conf protocol=" + value + ": use http or https");
@@ -71,9 +60,6 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
       shared.rdzv_conf[key] = value;
     }
   }
-  s.presence_timeout = presence_timeout.value_or(
-      std::max(std::chrono::duration_cast<std::chrono::milliseconds>(s.lease_ttl) / 2,
-               std::chrono::milliseconds(500)));
   if (tls_files && !s.tls) {
     return invalid_argument(
         "--rdzv-conf cacert/cert/key are for TLS; add protocol=https (or drop them)");
@@ -89,7 +75,7 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
     if (auto pos = m.find("use join_timeout"); pos != std::string::npos) {
       m = m.substr(0, pos) +
           "use join_timeout, last_call_timeout, close_timeout, read_timeout, etcd_prefix, "
-          "lease_ttl, presence_timeout, protocol, cacert, cert, key";
+          "lease_ttl, protocol, cacert, cert, key";
     }
     return Status(rdzv.status().code(), m);
   }

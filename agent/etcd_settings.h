@@ -18,12 +18,11 @@ namespace ddp::agent {
 
 struct EtcdSettings {
   std::vector<etcd::Endpoint> endpoints;
-  std::string prefix = "/ddprun";     // etcd_prefix; the job's keys are under prefix/run_id/
-  std::chrono::seconds lease_ttl{5};  // lease_ttl: liveness of each node
-  // presence_timeout (seconds, decimals allowed; default half the lease TTL; 0: off): how
-  // long a presence connection's beats may stay unacknowledged before its machine counts as
-  // gone (etcd_presence.h).
-  std::chrono::milliseconds presence_timeout{2500};
+  std::string prefix = "/ddprun";  // etcd_prefix; the job's keys are under prefix/run_id/
+  // lease_ttl: liveness of each node. A lost machine (or a frozen agent) is noticed when its
+  // lease expires, TTL to TTL + 0.5 s after its last keep-alive (every TTL/3); a dead agent
+  // process at once (its death watch revokes the lease).
+  std::chrono::seconds lease_ttl{5};
   bool tls = false;               // protocol=https
   std::string cacert, cert, key;  // TLS files
   RdzvSettings rdzv;              // Config and read_timeout (connect_timeout)
@@ -33,8 +32,8 @@ struct EtcdSettings {
 bool is_etcd_backend(const std::string& backend);
 
 // Errors (kInvalidArgument naming the key and the fix): no or bad endpoints, lease_ttl not a
-// whole number of seconds >= 1, presence_timeout neither 0 nor 0.5-3600 seconds, protocol neither
-// http nor https, a TLS file with http, an unknown key.
+// whole number of seconds from 1 to 3600, protocol neither http nor https, a TLS file with
+// http, a removed key (presence_timeout: what replaced it), an unknown key.
 Result<EtcdSettings> etcd_settings(const AgentConfig& config);
 
 // How to reach etcd: http, or https with the TLS files.

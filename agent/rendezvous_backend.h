@@ -30,7 +30,9 @@
 //   the end from this one (e.g. the hosted daemon's other connections closed); at once when this
 //   node hosts nothing. The agent bounds the wait with its own timer.
 // - close() ends everything the backend holds (connections, hosted servers, timers); no event
-//   follows. Idempotent.
+//   follows. Idempotent. It runs on the live loop (the agent stops the loop right after), so
+//   it never waits on the network: last words that must reach a peer after it (etcd's Leave
+//   and revoke) belong to the destructor, which the agent runs once its loop has stopped.
 //
 // Threading: the agent's io_context thread only.
 #pragma once

@@ -18,6 +18,11 @@
 namespace ddp::proc {
 namespace {
 
+// The pipe's records: an int32 process group (> 0: add, < 0: remove), or 0 then one of these
+// kinds, a uint32 size and that many bytes.
+constexpr char kMark = 'm';
+constexpr char kWords = 'w';  // the last words' note; empty: none
+
 bool read_exact(int fd, void* data, std::size_t size) {
   auto* p = static_cast<char*>(data);
   while (size > 0) {
@@ -58,7 +63,8 @@ void kill_marked(const std::vector<std::string>& marks) {
 }
 
 // The watcher's whole life, in the forked child (single-threaded, so it may allocate).
-[[noreturn]] void watcher_main(int read_fd) {
+[[noreturn]] void watcher_main(int read_fd, const DeathWatch::LastWords& last_words) {
+  ::setpgid(0, 0);  // out of the agent's group: a kill of that group leaves the watcher
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
   }
@@ -80,6 +86,7 @@ void kill_marked(const std::vector<std::string>& marks) {
 
   std::set<pid_t> groups;
   std::vector<std::string> marks;
+  std::string note;
   std::int32_t record = 0;
   while (read_exact(read_fd, &record, sizeof record)) {  // false at EOF: the agent is gone
     if (record > 0) {
@@ -87,21 +94,27 @@ void kill_marked(const std::vector<std::string>& marks) {
     } else if (record < 0) {
       groups.erase(-record);
     } else {
+      char kind = 0;
       std::uint32_t size = 0;
-      if (!read_exact(read_fd, &size, sizeof size) || size > 4096) break;
-      std::string mark(size, '\0');
-      if (!read_exact(read_fd, mark.data(), size)) break;
-      marks.push_back(std::move(mark));
+      if (!read_exact(read_fd, &kind, 1) || !read_exact(read_fd, &size, sizeof size) ||
+          size > 4096) {
+        break;
+      }
+      std::string text(size, '\0');
+      if (!read_exact(read_fd, text.data(), size)) break;
+      if (kind == kMark) marks.push_back(std::move(text));
+      if (kind == kWords) note = std::move(text);
     }
   }
   for (pid_t g : groups) ::kill(-g, SIGKILL);
   kill_marked(marks);
+  if (last_words && !note.empty()) last_words(note);
   ::_exit(0);
 }
 
 }  // namespace
 
-Result<std::unique_ptr<DeathWatch>> DeathWatch::start() {
+Result<std::unique_ptr<DeathWatch>> DeathWatch::start(LastWords last_words) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return io_error(std::string("death watch: pipe failed: ") + std::strerror(errno));
@@ -120,9 +133,11 @@ Result<std::unique_ptr<DeathWatch>> DeathWatch::start() {
   }
   if (pid == 0) {
     ::close(fds[1]);
-    watcher_main(fds[0]);
+    watcher_main(fds[0], last_words);
   }
   ::close(fds[0]);
+  // The watcher does the same itself; done here too, it holds once start() returns.
+  ::setpgid(pid, pid);
   return std::unique_ptr<DeathWatch>(new DeathWatch(pid, fds[1]));
 }
 
@@ -131,13 +146,18 @@ DeathWatch::~DeathWatch() { ::close(write_fd_); }
 void DeathWatch::add_group(pid_t pgid) { send(pgid); }
 void DeathWatch::remove_group(pid_t pgid) { send(-pgid); }
 
-void DeathWatch::add_environment_mark(const std::string& key_value) {
-  std::string message(sizeof(std::int32_t) + sizeof(std::uint32_t), '\0');
+void DeathWatch::add_environment_mark(const std::string& key_value) { send_text(kMark, key_value); }
+void DeathWatch::set_last_words(const std::string& note) { send_text(kWords, note); }
+void DeathWatch::clear_last_words() { send_text(kWords, ""); }
+
+void DeathWatch::send_text(char kind, const std::string& text) {
+  std::string message(sizeof(std::int32_t) + 1 + sizeof(std::uint32_t), '\0');
   std::int32_t tag = 0;
-  auto size = static_cast<std::uint32_t>(key_value.size());
+  auto size = static_cast<std::uint32_t>(text.size());
   std::memcpy(message.data(), &tag, sizeof tag);
-  std::memcpy(message.data() + sizeof tag, &size, sizeof size);
-  write_all(message + key_value);
+  message[sizeof tag] = kind;
+  std::memcpy(message.data() + sizeof tag + 1, &size, sizeof size);
+  write_all(message + text);
 }
 
 void DeathWatch::send(std::int32_t record) {

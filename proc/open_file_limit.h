@@ -1,6 +1,6 @@
 // The open-file limit of a process that hosts servers (one descriptor per client: the agent's
-// rendezvous daemon, its workers' store with one connection per worker of the job, the etcd
-// presence listener; the standalone ddp-rendezvous) and of the programs it starts.
+// rendezvous daemon, its workers' store with one connection per worker of the job; the
+// standalone ddp-rendezvous) and of the programs it starts.
 //
 // raise_open_file_limit() lifts this process's soft RLIMIT_NOFILE to its hard limit and
 // remembers the soft limit it had. proc::Spawner's children get that remembered soft limit

@@ -3,10 +3,10 @@ etcd-v2 backend, side by side in one run on the same etcd 3.4 (started with --en
 cut case has its own, with the same flags, in a network namespace).
 
   rendezvous: N agents (1 worker each) started at once -> the last worker started
-  recovery:   a 2-node 1:2 job training with Gloo; one node (agent and workers) SIGKILLed ->
-              the survivor's worker started again in a world of 1 (ddprun: the dead agent's
-              presence connection closes); the same with the node SIGSTOPped instead (frozen:
-              no socket closes, the lease decides)
+  recovery:   a 2-node 1:2 job training with Gloo; one node (agent and workers: its process
+              group) SIGKILLed -> the survivor's worker started again in a world of 1 (ddprun:
+              the dead agent's death watch, in a group of its own, revokes its lease); the same
+              with the node SIGSTOPped instead (frozen: nothing revokes, the lease decides)
   cut:        the same job with etcd and each node in its own network namespace on a bridge
               (cutoff_net.py); one node cut off the network (its kernel sends nothing any
               more, as a machine that lost power or its network: no close, no ack, no reset)

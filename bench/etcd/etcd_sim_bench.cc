@@ -2,22 +2,13 @@
 // real agent does; one real EtcdCoordinator (the membership Job fed by etcd keys) runs in the
 // same process. Measured: the K JOIN keys written at once -> every agent has its RoundComplete
 // (ranks checked: a permutation, offsets the prefix sums, one store address).
-// With presence (the default, as real agents run): the coordinator serves its presence
-// listener (agent/etcd_presence.h) and every simulated agent writes its presence token in its
-// JOIN txn and opens its presence connection with its hello as it joins, so the coordinator's
-// per-hello etcd read runs inside the measured window.
-//   etcd_sim_bench [--no-presence] ENDPOINTS K [K...]
-//   (one io_context thread; prints one JSON line per K)
+//   etcd_sim_bench ENDPOINTS K [K...]      (one io_context thread; prints one JSON line per K)
 // Designated initializers leave the other fields at their defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -27,9 +18,6 @@
 
 #include "agent/etcd_coordinator.h"
 #include "agent/etcd_keys.h"
-#include "agent/etcd_presence.h"
-#include "agent/etcd_settings.h"
-#include "agent/presence_wire.h"
 #include "etcd/client.h"
 #include "etcd/watch.h"
 #include "rendezvous/membership/wire.h"
@@ -57,14 +45,7 @@ T run(asio::io_context& io, asio::awaitable<T> a) {
   return std::move(*out);
 }
 
-// Simulated agent `i`'s presence token: 64 hex digits (the real ones are random).
-std::string token_of(int i) {
-  char text[65];
-  std::snprintf(text, sizeof text, "%064d", i);
-  return text;
-}
-
-int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k, bool with_presence) {
+int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k) {
   asio::io_context io;
   ddp::etcd::Client client(
       io.get_executor(),
@@ -87,16 +68,6 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k, bool with_pr
         std::exit(1);
       });
   coordinator.start();
-  ddp::agent::EtcdPresence presence(io, client, keys, run_id, "coordinator");
-  std::uint16_t presence_port = 0;
-  if (with_presence) {
-    presence.start("127.0.0.1", "127.0.0.1", k, ddp::agent::EtcdSettings{}.presence_timeout);
-    presence.coordinate();
-    auto claim_value = ddp::agent::decode_claim(presence.claim());
-    if (!claim_value.presence) return std::fprintf(stderr, "no presence listener\n"), 1;
-    presence_port = claim_value.presence->port;
-  }
-  std::vector<std::unique_ptr<asio::ip::tcp::socket>> links;
   std::vector<std::int64_t> leases(k);
   std::vector<std::optional<membership::RoundComplete>> rounds(k);
   std::vector<std::shared_ptr<ddp::etcd::Watch>> watches;
@@ -143,20 +114,8 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k, bool with_pr
     asio::co_spawn(
         io,
         [&, i, join]() -> asio::awaitable<void> {
-          const std::string node = "sim-" + std::to_string(i);
-          auto txn = ddp::etcd::put_if_absent(keys.node(node), membership::encode_request(join),
-                                              leases[i]);
-          if (with_presence) {
-            txn.success.push_back(ddp::etcd::op_put(keys.presence(node), token_of(i), leases[i]));
-            auto& link = *links.emplace_back(std::make_unique<asio::ip::tcp::socket>(io));
-            co_await link.async_connect({asio::ip::make_address("127.0.0.1"), presence_port},
-                                        asio::use_awaitable);
-            // A named hello: GCC 12 destroys a braced temporary inside a co_await expression twice.
-            ddp::agent::PresenceHello hello{run_id, node, leases[i], token_of(i)};
-            const std::string bytes = ddp::agent::encode_hello(hello);
-            co_await asio::async_write(link, asio::buffer(bytes), asio::use_awaitable);
-          }
-          auto r = co_await client.txn(txn);
+          auto r = co_await client.txn(ddp::etcd::put_if_absent(
+              keys.node("sim-" + std::to_string(i)), membership::encode_request(join), leases[i]));
           if (!r || !r->succeeded) {
             std::fprintf(stderr, "join %d failed\n", i);
             std::exit(1);
@@ -185,18 +144,12 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k, bool with_pr
     offset += p.second;
   }
   std::printf(
-      "{\"agents\": %d, \"presence\": %s, \"world_size\": %llu, \"connect_ms\": %.1f, "
-      "\"join_to_all_assigned_ms\": %.1f, \"ok\": %s}\n",
-      k, with_presence ? "true" : "false", static_cast<unsigned long long>(offset),
-      ms(connected - connect_start), ms(done - start), ok ? "true" : "false");
+      "{\"agents\": %d, \"world_size\": %llu, \"connect_ms\": %.1f, \"join_to_all_assigned_ms\": "
+      "%.1f, \"ok\": %s}\n",
+      k, static_cast<unsigned long long>(offset), ms(connected - connect_start), ms(done - start),
+      ok ? "true" : "false");
   std::fflush(stdout);
   for (auto& w : watches) w->cancel();
-  for (auto& link : links) {  // leaving on purpose: a bye, so nothing is revoked
-    boost::system::error_code ignored;
-    asio::write(*link, asio::buffer(ddp::agent::kBye), ignored);
-    link->close(ignored);
-  }
-  presence.stop();
   coordinator.stop();
   for (auto lease : leases) (void)run(io, client.revoke(lease));
   (void)run(io, client.revoke(coordinator_lease->id));
@@ -207,17 +160,14 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k, bool with_pr
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  const bool with_presence = args.empty() || args.front() != "--no-presence";
-  if (!with_presence) args.erase(args.begin());
-  if (args.size() < 2) {
-    std::fprintf(stderr, "usage: etcd_sim_bench [--no-presence] ENDPOINTS K [K...]\n");
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: etcd_sim_bench ENDPOINTS K [K...]\n");
     return 2;
   }
-  auto endpoints = ddp::etcd::parse_endpoints(args[0]);
+  auto endpoints = ddp::etcd::parse_endpoints(argv[1]);
   if (!endpoints) return std::fprintf(stderr, "%s\n", endpoints.status().message().c_str()), 2;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (int rc = bench(*endpoints, std::atoi(args[i].c_str()), with_presence); rc != 0) return rc;
+  for (int i = 2; i < argc; ++i) {
+    if (int rc = bench(*endpoints, std::atoi(argv[i])); rc != 0) return rc;
   }
   return 0;
 }

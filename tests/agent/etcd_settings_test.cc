@@ -35,7 +35,6 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   CHECK(s->endpoints[1].port == 2380);
   CHECK(s->prefix == "/jobs");
   CHECK(s->lease_ttl == 3s);
-  CHECK(s->presence_timeout == 1500ms);  // half the lease TTL
   CHECK(s->rdzv.config.join_timeout == 7s);
   CHECK(s->rdzv.config.last_call_timeout == 500ms);
   CHECK(s->rdzv.connect_timeout == 4s);
@@ -45,13 +44,9 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   REQUIRE(d);
   CHECK(d->prefix == "/ddprun");
   CHECK(d->lease_ttl == 5s);
-  CHECK(d->presence_timeout == 2500ms);
-  auto p = etcd_settings(etcd_job("e1", {{"presence_timeout", "0.75"}, {"lease_ttl", "9"}}));
-  REQUIRE(p);
-  CHECK(p->presence_timeout == 750ms);
-  auto off = etcd_settings(etcd_job("e1", {{"presence_timeout", "0"}}));
-  REQUIRE(off);
-  CHECK(off->presence_timeout == 0ms);
+  auto shortest = etcd_settings(etcd_job("e1", {{"lease_ttl", "1"}}));
+  REQUIRE(shortest);
+  CHECK(shortest->lease_ttl == 1s);
   CHECK_FALSE(d->tls);
   auto t = etcd_settings(etcd_job(
       "e1", {{"protocol", "https"}, {"cacert", "/ca.pem"}, {"cert", "/c.pem"}, {"key", "/c.key"}}));
@@ -72,11 +67,15 @@ TEST_CASE("etcd settings: bad input names the key and the fix", "[etcd_settings]
   CHECK_THAT(error(etcd_job("a,,b")), Catch::Contains("empty entry"));
   CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "0"}})), Catch::Contains("lease_ttl"));
   CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "1.5"}})), Catch::Contains("whole seconds"));
-  for (const char* bad : {"-1", "0.05", "0.4", "soon", "1s", "4000"}) {
-    CHECK_THAT(error(etcd_job("a", {{"presence_timeout", bad}})),
-               Catch::Contains("presence_timeout=") && Catch::Contains("0 to turn the check off"));
+  CHECK_THAT(error(etcd_job("a", {{"lease_ttl", "3601"}})), Catch::Contains("1 to 3600"));
+  // The presence mesh's key is gone: refused, naming what replaced it.
+  for (const char* any : {"1", "0", "soon"}) {
+    CHECK(error(etcd_job("a", {{"presence_timeout", any}})) ==
+          "--rdzv-conf presence_timeout: removed; a lost node is noticed at lease_ttl, lower it "
+          "with --rdzv-conf lease_ttl=SECONDS");
   }
-  CHECK_THAT(error(etcd_job("a", {{"colour", "red"}})), Catch::Contains("presence_timeout"));
+  CHECK_THAT(error(etcd_job("a", {{"colour", "red"}})),
+             !Catch::Contains("presence_timeout") && Catch::Contains("lease_ttl, protocol"));
   CHECK_THAT(error(etcd_job("a", {{"protocol", "ftp"}})), Catch::Contains("http or https"));
   CHECK_THAT(error(etcd_job("a", {{"cert", "/c.pem"}})), Catch::Contains("protocol=https"));
   CHECK_THAT(error(etcd_job("a", {{"protocol", "https"}, {"cert", "/c.pem"}})),
@@ -90,8 +89,6 @@ TEST_CASE("etcd keys of a job", "[etcd_settings]") {
   EtcdKeys k("/ddprun", "job1");
   CHECK(k.coordinator() == "/ddprun/job1/coordinator");
   CHECK(k.node("h:1") == "/ddprun/job1/nodes/h:1");
-  CHECK(k.presence("h:1") == "/ddprun/job1/presence/h:1");
-  CHECK_FALSE(k.node_of(k.presence("h:1")));  // a token is not a node
   CHECK(k.request("h:1", 3) == "/ddprun/job1/req/h:1/00000000000000000003");
   CHECK(k.events("h:1") == "/ddprun/job1/ev/h:1/");
   CHECK(k.node_of("/ddprun/job1/nodes/h:1") == "h:1");

@@ -1,6 +1,6 @@
 """The etcd backend when etcd itself fails or is misused: unreachable at start, an outage
 shorter than the lease, etcd lost mid-job, the leader of a 3-member cluster killed, a prefix
-holding other data, bad --rdzv-conf and endpoints. Real etcd and real ddprun agents on
+holding other data, bad --rdzv-conf and endpoints, a lease longer than asked. Real etcd and real ddprun agents on
 loopback addresses; skipped (exit 77) where etcd is not installed. Usage:
     test_etcd_faults.py DDPRUN [TestClass]
 """
@@ -11,6 +11,7 @@ import time
 
 import etcd_case
 from etcd_case import EtcdCase
+import etcd  # noqa: E402  (etcd_case put testlib on the path)
 from procs import free_port, wait_for  # noqa: E402  (etcd_case put testlib on the path)
 
 
@@ -24,6 +25,18 @@ class EtcdFaultTest(EtcdCase):
         self.assertLess(time.monotonic() - start, 6)  # the join timeout caps read_timeout
         self.assertIn("cannot reach etcd (%s)" % dead.replace(",", ", "), a.stderr())
         self.assertEqual(self.started(), [])
+
+    def test_a_lease_longer_than_asked_is_named(self):
+        # etcd's defaults (election timeout 1 s; later flags win): its smallest lease is 2 s.
+        slow = etcd.Cluster(1, extra_args=["--heartbeat-interval=100",
+                                           "--election-timeout=1000"])
+        try:
+            a = self.start("a", self.A, 1, "ok", nnodes="1", endpoints=slow.endpoints(),
+                           conf="last_call_timeout=0.2,join_timeout=20,lease_ttl=1")
+            self.assertEqual(a.wait(), 0, a.stderr())
+        finally:
+            slow.stop()
+        self.assertIn("etcd granted a lease of 2 s for lease_ttl=1", a.stderr())
 
     def test_an_etcd_outage_shorter_than_the_lease_is_ridden_out(self):
         conf = "last_call_timeout=0.2,join_timeout=20,lease_ttl=5"
@@ -67,6 +80,9 @@ class EtcdFaultTest(EtcdCase):
             ("cacert=/x", "protocol=https"),
             ("is_host=1", "is_host"),
             ("flavour=mild", "unknown key"),
+            # the presence mesh's key, removed: refused naming what replaced it
+            ("presence_timeout=1", "presence_timeout: removed; a lost node is noticed at "
+             "lease_ttl, lower it with --rdzv-conf lease_ttl=SECONDS"),
         ]
         for conf, fragment in cases:
             with self.subTest(conf=conf):

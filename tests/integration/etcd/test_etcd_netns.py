@@ -1,6 +1,6 @@
 """The etcd backend across real hosts: two network namespaces joined by a veth pair, etcd on
 host 0, one agent per host advertising its own address; Gloo training across them, and a
-partitioned node dropped by the presence check long before its lease expires. Skipped (exit
+partitioned node dropped when its lease expires (nothing closes, nothing revokes). Skipped (exit
 77) without root, network namespaces or etcd. Usage:
     test_etcd_netns.py DDPRUN [TestClass]
 """
@@ -47,28 +47,25 @@ class EtcdNetnsTest(EtcdCase):
         self.assertEqual({s for _, s in sums}, {"6.0"})
 
     def test_partitioned_node_is_dropped_and_stops_its_workers(self):
-        # The lease (6 s) is far longer than the presence silence check (1 s): a re-formed
-        # round within a few seconds can only come from the check (no socket closes here).
+        # No socket closes and no process dies here: b's lease (2 s) decides.
         env = {"SMALL": "2"}
-        conf = "last_call_timeout=30,join_timeout=20,lease_ttl=6,presence_timeout=1"
+        conf = "last_call_timeout=30,join_timeout=20,lease_ttl=2"
         a = self.start("a", self.A, 2, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
         wait_for(lambda: "coordinating job" in a.stderr(), 10, "a coordinating")
         b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
         wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
         cut = time.monotonic()
         self.hosts.link_down(1)  # b loses etcd and a, and acknowledges nothing any more
-        wait_for(lambda: "stopped acknowledging" in a.stderr(), 5, "a noticing b's silence")
+        wait_for(lambda: "round 2:" in a.stderr(), 10, "a re-formed without b")
         noticed = time.monotonic() - cut
         self.assertEqual(a.wait(), 0, a.stderr())
         caught = time.monotonic() - cut
         self.assertEqual(b.wait(), 1, b.stderr())
         b_out = time.monotonic() - cut
-        print("partition -> a noticed: %.2f s; a finished at MIN: %.2f s; cut-off b exited: "
+        print("partition -> a re-formed: %.2f s; a finished at MIN: %.2f s; cut-off b exited: "
               "%.2f s" % (noticed, caught, b_out), file=sys.stderr)
-        self.assertLess(noticed, 4)  # presence_timeout + a beat, far below the 6 s lease
-        self.assertRegex(a.stderr(), r"node \S+ is gone \(its machine stopped acknowledging "
-                                     r"its presence connection for 1 s")
-        self.assertLess(b_out, 6 + 6)  # the lease TTL, then its workers' stop
+        self.assertLess(noticed, 2 + 1)  # the lease TTL + 1 s
+        self.assertLess(b_out, 2 + 6)  # the lease TTL, then its workers' stop
         self.assertIn("lost etcd", b.stderr())
         self.assertTrue([n for n in os.listdir(self.marks) if n.startswith("stopped.")])
         last = [r for r in self.env_lines(a.stdout()) if r["WORLD_SIZE"] == "2"]

@@ -1,0 +1,65 @@
+"""How the etcd backend notices a lost node (docs/etcd.md, "Liveness: the lease"): a SIGKILLed
+agent's death watch revokes its lease, so the others re-form long before that lease could
+expire; a frozen agent (SIGSTOP: nothing dies, nothing revokes) is left to its lease. Real etcd
+and real ddprun agents on loopback addresses; skipped (exit 77) where etcd is not installed.
+Usage:
+    test_etcd_loss.py DDPRUN [TestClass]
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
+import etcd_case  # noqa: E402
+from procs import wait_for  # noqa: E402
+
+
+class EtcdLossTest(etcd_case.ElasticPairCase):
+    # A lease far longer than the recovery asserted: only a revoke can be this fast.
+    LONG = "last_call_timeout=30,join_timeout=20,lease_ttl=10"
+    SHORT = "last_call_timeout=30,join_timeout=20,lease_ttl=2"
+
+    def test_a_sigkilled_agent_is_revoked_by_its_death_watch(self):
+        self.CONF = self.LONG
+        for victim in ("b", "a"):  # b: a plain node; a: the coordinator (it started first)
+            with self.subTest(victim=victim):
+                survivor, took = self.kill_one_of_a_pair(victim, "loss-" + victim)
+                print("lease_ttl=10, SIGKILL of %s -> survivor's workers running again: %.2f s"
+                      % (victim, took), file=sys.stderr)
+                self.assertLess(took, 2.0)  # the lease would take 6.7-10.5 s
+                job = "/ddprun/loss-%s/" % victim
+                state = json.loads(self.etcd.history(job + "state")[-1][1])
+                self.assertEqual((state["departures"], state["restart_count"]), (1, 0))
+                if victim == "a":  # b took over the running round from etcd's record
+                    self.assertIn("taking over its running round 1: 1 of its 2 node(s) gone",
+                                  survivor.stderr())
+                self.agents.clear()
+
+    def test_a_frozen_agent_is_left_to_its_lease(self):
+        self.CONF = self.SHORT
+        a, b = self.start_pair()
+        start = time.time()
+        b.proc.send_signal(signal.SIGSTOP)  # alive, silent: nothing revokes its lease
+        try:
+            wait_for(lambda: "round 2:" in a.stderr(), 10, "a re-formed without b")
+        finally:
+            b.proc.send_signal(signal.SIGKILL)
+        b.wait()
+        self.check_survivor(a)
+        took = self.restarted_after(start)
+        print("lease_ttl=2, SIGSTOP of b -> a's workers running again: %.2f s" % took,
+              file=sys.stderr)
+        # Only the lease's expiry: at least 2/3 of its TTL after the last keep-alive, and
+        # within the TTL + 1 s (etcd checks expiry every 500 ms).
+        self.assertGreater(took, 2 * 2 / 3 - 0.1)
+        self.assertLess(took, 2 + 1.5)  # + the workers' start
+
+
+if __name__ == "__main__":
+    etcd_case.DDPRUN = sys.argv[1]
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + sys.argv[2:])
