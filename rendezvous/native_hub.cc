@@ -18,11 +18,6 @@ NativeHub::NativeHub(boost::asio::any_io_executor executor,
                      rendezvous::membership::RegistryOptions options, AuthOptions auth)
     : registry_(options), gate_(auth.require_secret), timer_(std::move(executor)) {
   for (auto& pinned : auth.pinned) gate_.pin(pinned.run_id, pinned.key);
-  if (auto pair = auth::generate_key_pair()) {
-    daemon_key_ = *pair;
-  } else {
-    spdlog::error("no key pair for job secrets: {}", pair.status().message());
-  }
 }
 
 NativeHub::~NativeHub() { stop(); }
@@ -73,7 +68,15 @@ void NativeHub::hello(rendezvous::membership::NodeId id, const std::string& run_
     return refuse(id, unauthenticated("AUTH_HELLO sent twice on one connection; open one "
                                       "connection per job"));
   }
-  if (!daemon_key_) return refuse(id, internal_error("this daemon has no key pair for secrets"));
+  // Made at the first AUTH_HELLO, not at start: most servers (every workers' store, a job
+  // without a secret) never see one, and the key pair is what initialises libcrypto.
+  if (!daemon_key_) {
+    auto pair = auth::generate_key_pair();
+    if (!pair) {
+      return refuse(id, internal_error("no key pair for job secrets: " + pair.status().message()));
+    }
+    daemon_key_ = *pair;
+  }
   auto challenge = auth::random_bytes32();
   if (!challenge) return refuse(id, challenge.status());
   auth::ConnectionAuth conn;

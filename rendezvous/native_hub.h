@@ -101,7 +101,7 @@ class NativeHub {
 
   rendezvous::membership::Registry registry_;
   auth::Gate gate_;
-  std::optional<auth::KeyPair> daemon_key_;  // for key wraps; none if getrandom failed
+  std::optional<auth::KeyPair> daemon_key_;  // for key wraps; made at the first AUTH_HELLO
   std::unordered_map<rendezvous::membership::NodeId, auth::ConnectionAuth> auth_;
   bool exposed_ = false;
   bool warned_keyless_ = false;
