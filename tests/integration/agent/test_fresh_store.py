@@ -89,7 +89,8 @@ class FreshStoreCase(AgentsCase):
                 code = a.wait()
             except subprocess.TimeoutExpired:
                 code = "still running after %d s" % DEADLINE_S
-            self.assertEqual(code, 0, a.stderr()[-4000:])
+            self.assertEqual(code, 0, "\n".join("%s:\n%s" % (b.err_path, b.stderr()[-3000:])
+                                                for b in agents))
         marks = set(os.listdir(self.tmp))
         missing = ["attempt_%d_rank_%d" % (n, r) for n in range(last + 1) for r in (0, 1)
                    if "attempt_%d_rank_%d" % (n, r) not in marks]
