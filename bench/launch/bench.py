@@ -1,6 +1,11 @@
-"""Launch benchmark: ddprun against torchrun, side by side in one run.
+"""Launch benchmark: ddprun against torchrun 2.x and 1.13, side by side in one run.
 
-usage: bench.py DDPRUN [--repeats N]
+usage: bench.py DDPRUN [--repeats N] [--peers 2.6,1.13]
+--peers: which torchruns to run beside ddprun (default both): 2.6 is Debian 13's python3-torch
+in the root scripts/torch2_root.sh makes, run through scripts/torch2-python (a chroot: three
+execs before Python starts) and torchrun2_compat.py (the build has no libuv); 1.13 is the
+host's python3-torch through torchrun_compat.py (Python 3.11 fix). Both with
+--monitor_interval 0.1.
 Measures, for each launcher: wall time to launch N trivial workers (`true`) and finish
 (N = 4, 16; median of repeats), the launcher's peak RSS (ru_maxrss of the launcher
 process, from GNU time), and restart latency (a worker of attempt 0 fails; the time from its last moment
@@ -17,7 +22,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
-TORCHRUN = [PYTHON, os.path.join(HERE, "torchrun_compat.py"), "--monitor_interval", "0.1"]
+TORCH2_PYTHON = os.path.join(HERE, "..", "..", "scripts", "torch2-python")
+TORCHRUNS = {
+    "1.13": [PYTHON, os.path.join(HERE, "torchrun_compat.py"), "--monitor_interval", "0.1"],
+    "2.6": [os.path.normpath(TORCH2_PYTHON), os.path.join(HERE, "torchrun2_compat.py"),
+            "--monitor_interval", "0.1"],
+}
 
 # attempt 0: rank 0 stamps and fails, the others wait to be stopped; attempt 1: everyone
 # stamps its start and exits 0.
@@ -48,7 +58,7 @@ def launch_cmd(launcher, n, argv, restarts=0):
     if launcher == "ddprun":
         return [DDPRUN, "--nproc-per-node", str(n), "--max-restarts", str(restarts),
                 "--no-python", *argv]
-    return [*TORCHRUN, "--nproc_per_node", str(n), "--max_restarts", str(restarts),
+    return [*TORCHRUNS[launcher], "--nproc_per_node", str(n), "--max_restarts", str(restarts),
             "--no_python", *argv]
 
 
@@ -81,32 +91,56 @@ def restart(launcher, repeats):
     return statistics.median(lat)
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def main():
     global DDPRUN
     ap = argparse.ArgumentParser()
     ap.add_argument("ddprun")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--peers", default="2.6,1.13", help="torchrun versions: 2.6, 1.13 or both")
     args = ap.parse_args()
     DDPRUN = os.path.abspath(args.ddprun)
+    peers = [p for p in args.peers.split(",") if p]
+    for p in peers:
+        if p not in TORCHRUNS:
+            sys.exit("--peers: %s is not one of %s" % (p, ", ".join(TORCHRUNS)))
+    load_before = loadavg()
     results = {}
-    for launcher, reps in (("ddprun", args.repeats * 4), ("torchrun", args.repeats)):
+    for launcher in ["ddprun", *peers]:
+        reps = args.repeats * 4 if launcher == "ddprun" else args.repeats
         w4, r4 = launch(launcher, 4, reps)
         w16, r16 = launch(launcher, 16, reps)
         results[launcher] = {"w4": w4, "w16": w16, "rss": max(r4, r16),
                              "restart": restart(launcher, reps)}
-    d, t = results["ddprun"], results["torchrun"]
-    print("| measure | torchrun 1.13 | ddprun | ratio | goal |")
-    print("|---|---|---|---|---|")
-    print("| launch 4 x `true` (wall, median) | %.3f s | %.4f s | %.0fx faster | >= 30x |"
-          % (t["w4"], d["w4"], t["w4"] / d["w4"]))
-    print("| launch 16 x `true` (wall, median) | %.3f s | %.4f s | %.0fx faster | >= 30x |"
-          % (t["w16"], d["w16"], t["w16"] / d["w16"]))
-    print("| launcher peak RSS | %.0f MB | %.1f MB | 1/%.0f | <= 1/20 |"
-          % (t["rss"], d["rss"], t["rss"] / d["rss"]))
-    print("| restart latency (failure -> 4 workers running) | %.0f ms | %.1f ms | %.0fx faster"
-          " | <= 20 ms |" % (t["restart"] * 1e3, d["restart"] * 1e3, t["restart"] / d["restart"]))
-    print("\ntorchrun: %s (--monitor_interval 0.1); %d repeats for torchrun, %d for ddprun"
-          % (" ".join(TORCHRUN[:2]), args.repeats, args.repeats * 4))
+    d = results["ddprun"]
+    head = "| measure | " + " | ".join("torchrun " + p for p in peers) + " | ddprun | " + \
+        " | ".join("ratio to " + p for p in peers) + " | goal |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+
+    def row(label, fmt_peer, fmt_ddp, key, ratio, goal):
+        cells = [fmt_peer % (results[p][key] * (1e3 if key == "restart" else 1)) for p in peers]
+        ratios = [ratio(results[p][key], d[key]) for p in peers]
+        print("| %s | %s | %s | %s | %s |" % (
+            label, " | ".join(cells), fmt_ddp % (d[key] * (1e3 if key == "restart" else 1)),
+            " | ".join(ratios), goal))
+
+    faster = lambda t, x: "%.0fx faster" % (t / x)
+    row("launch 4 x `true` (wall, median)", "%.3f s", "%.4f s", "w4", faster, ">= 30x")
+    row("launch 16 x `true` (wall, median)", "%.3f s", "%.4f s", "w16", faster, ">= 30x")
+    row("launcher peak RSS", "%.0f MB", "%.1f MB", "rss", lambda t, x: "1/%.0f" % (t / x),
+        "<= 1/20")
+    row("restart latency (failure -> 4 workers running)", "%.0f ms", "%.1f ms", "restart",
+        faster, "<= 20 ms")
+    print()
+    for p in peers:
+        print("torchrun %s: %s" % (p, " ".join(TORCHRUNS[p])))
+    print("%d repeats for each torchrun, %d for ddprun; load average %s before, %s after"
+          % (args.repeats, args.repeats * 4, load_before, loadavg()))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Launch benchmark: ddprun side by side with torchrun (Debian python3-torch 1.13).
-# usage: bench/launch/run.sh [BUILD_DIR] [--repeats N]   (BUILD_DIR defaults to build/)
+# Launch benchmark: ddprun side by side with torchrun 2.6 (the Debian 13 root) and 1.13 (host).
+# usage: bench/launch/run.sh [BUILD_DIR] [--repeats N] [--peers 2.6,1.13]   (BUILD_DIR: build/)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-"$here/../../build"}

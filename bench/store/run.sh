@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Store benchmark: PyTorch's own TCPStore server (LibTorch 1.13, isServer=true) against
-# ddp-rendezvous, in one run, both driven by the same LibTorch 1.13 c10d::TCPStore client load
-# (store_load), then by the same raw-protocol barrier from one thread (wire_load: the clients'
-# own cost out of the way). Prints markdown tables with ratios (ddp-rendezvous / PyTorch).
+# Store benchmark: PyTorch's own TCPStore server (c10d::TCPStore, isServer=true) against
+# ddp-rendezvous, in one run, both driven by the same c10d::TCPStore client load (store_load),
+# then by the same raw-protocol barrier from one thread (wire_load: the clients' own cost out of
+# the way). Prints markdown tables with ratios (ddp-rendezvous / PyTorch).
 #
 #   bench/store/run.sh [BUILD_DIR]          (default: <repo>/build; configured if missing)
-#   OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" WIRE_SIZES="1000 4000 10000" \
-#     REPEATS=3 RUN_TIMEOUT=300 CLIENTS_PER_PROCESS=1000 bench/store/run.sh
+#   PEERS="2.6 1.13" OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" \
+#     WIRE_SIZES="1000 4000 10000" REPEATS=3 RUN_TIMEOUT=300 CLIENTS_PER_PROCESS=1000 \
+#     bench/store/run.sh
+#
+# PEERS: the PyTorch versions whose server runs beside ddp-rendezvous, one after the other.
+#   1.13: the host's LibTorch (server and store_load clients built with the project).
+#   2.6: Debian 13's LibTorch in the root scripts/torch2_root.sh makes (run it from this
+#     checkout once); bench/store/build_torch2.sh builds the server and store_load there, into
+#     BUILD_DIR/torch2. That build has no libuv: its server is c10d's non-libuv TCPStoreBackend.
+#     Its clients are 2.6's: 1.13 clients cannot talk to a 2.x server (2.x numbers VALIDATE 0,
+#     1.13's SET), and wire_load speaks 1.13's numbering, so the wire cells run with 1.13 only.
 #
 # Every measurement gets a fresh server on port 0; PyTorch and ddp-rendezvous runs alternate and
 # each cell is the median of REPEATS runs. Barrier sizes above what the file-descriptor
@@ -15,6 +24,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
+PEERS=${PEERS-"2.6 1.13"}
+TORCH2_ROOT=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie}
 OPS_SECONDS=${OPS_SECONDS:-3}
 OPS_CLIENTS=${OPS_CLIENTS-"1 8 64"}   # an empty list skips these cells (the same below)
 BARRIER_SIZES=${BARRIER_SIZES-"1000 2000 4000 5000 10000"}
@@ -46,6 +57,12 @@ BIN=$BUILD/bin
 for b in $PROGRAMS; do
   [[ -x $BIN/$b ]] || { echo "run.sh: $BIN/$b missing (is libtorch-dev installed?)" >&2; exit 1; }
 done
+BIN2=""
+if [[ " $PEERS " == *" 2.6 "* ]]; then
+  "$ROOT/bench/store/build_torch2.sh" "$BUILD/torch2" \
+    || { echo "run.sh: building the 2.6 programs in $TORCH2_ROOT failed" >&2; exit 1; }
+  BIN2=$(cd "$BUILD/torch2" && pwd -P)   # the same path inside the root
+fi
 
 # --- limits -------------------------------------------------------------------------------
 # A 1.13 client holds two server connections (main + watch callback), so a server with N
@@ -90,12 +107,14 @@ if [[ ${BENCH_NETNS:-1} != 0 ]] && ip netns add "ddp-store-bench-$$" 2>/dev/null
 fi
 
 # start_server torch|ddp: sets SERVER_PID and SERVER_PORT once "listening on HOST:PORT" shows.
+# torch is PyTorch $PEER's server; chroot execs it (SERVER_PID is the server's).
 start_server() {
   local fifo=$WORK/ready line
   rm -f "$fifo"; mkfifo "$fifo"
   case $1 in
     # ip netns exec execs the server: $! is the server's own PID.
-    torch) "${IN_NS[@]}" "$BIN/torch_store_server" "$HOST" >"$fifo" 2>>"$WORK/torch.log" & ;;
+    torch) "${IN_NS[@]}" $(torch_prefix) "$(torch_bin)/torch_store_server" "$HOST" >"$fifo" \
+             2>>"$WORK/torch.log" & ;;
     ddp) "${IN_NS[@]}" "$BIN/ddp-rendezvous" --host 0.0.0.0 --port 0 --log-level warn \
            >"$fifo" 2>>"$WORK/ddp.log" & ;;
   esac
@@ -118,13 +137,21 @@ stop_server() {
 # field NAME LINE: value of NAME=value in a store_load result line.
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
 
-# measure torch|ddp PROGRAM ARGS...: one store_load or wire_load run on a fresh server; prints
+# torch_prefix / torch_bin: how to run, and where are, PyTorch $PEER's programs.
+torch_prefix() { [[ $PEER == 1.13 ]] || echo "chroot $TORCH2_ROOT"; }
+torch_bin() { if [[ $PEER == 1.13 ]]; then echo "$BIN"; else echo "$BIN2"; fi; }
+
+# measure torch|ddp PROGRAM ARGS...: PROGRAM is store_load (PyTorch $PEER's clients) or
+# wire_load; one store_load or wire_load run on a fresh server; prints
 # its result line or "failed: <reason>".
 measure() {
   local kind=$1 program=$2; shift 2
   start_server "$kind"
   local out rc=0
-  out=$(timeout "$RUN_TIMEOUT" "${IN_NS[@]}" "$BIN/$program" "$@" --host "$CLIENT_HOSTS" \
+  local run=("$BIN/$program")
+  # shellcheck disable=SC2207
+  [[ $program == wire_load ]] || run=($(torch_prefix) "$(torch_bin)/$program")
+  out=$(timeout "$RUN_TIMEOUT" "${IN_NS[@]}" "${run[@]}" "$@" --host "$CLIENT_HOSTS" \
           --port "$SERVER_PORT" --server-pid "$SERVER_PID" 2>"$WORK/load.err") || rc=$?
   stop_server
   if [[ $rc -eq 124 ]]; then echo "failed: over ${RUN_TIMEOUT}s"
@@ -164,7 +191,7 @@ cells() {
   for n in $sizes; do
     for (( r = 1; r <= REPEATS; ++r )); do
       for kind in torch ddp; do
-        echo "  $label, $n clients, $kind, run $r ..." >&2
+        echo "  $label, $n clients, $kind, run $r, load $(cut -d' ' -f1 /proc/loadavg) ..." >&2
         RUNS[$kind.$label.$n.$r]=$(measure "$kind" "$@" --clients "$n")
         echo "    ${RUNS[$kind.$label.$n.$r]}" >&2
       done
@@ -176,7 +203,6 @@ cells() {
   done
 }
 
-cells ops_per_s ops "$OPS_CLIENTS" store_load ops --seconds "$OPS_SECONDS"
 SIZES=""
 for n in $BARRIER_SIZES; do
   if (( n > MAX_CLIENTS )); then
@@ -187,26 +213,32 @@ connections, so one server process can hold at most ($NOFILE - $SERVER_RESERVED_
   fi
   SIZES="$SIZES $n"
 done
-cells total_s c10d "$SIZES" store_load barrier --clients-per-process "$CLIENTS_PER_PROCESS"
 WIRE=""
 for n in $WIRE_SIZES; do   # one descriptor per client on each side
   (( n <= NOFILE - 40 )) || n=$(( NOFILE - 40 ))
   WIRE="$WIRE $n"
 done
-cells total_s wire "$WIRE" wire_load
+for PEER in $PEERS; do
+  cells ops_per_s "ops$PEER" "$OPS_CLIENTS" store_load ops --seconds "$OPS_SECONDS"
+  cells total_s "c10d$PEER" "$SIZES" store_load barrier \
+    --clients-per-process "$CLIENTS_PER_PROCESS"
+  [[ $PEER != 1.13 ]] || cells total_s wire "$WIRE" wire_load
+done
 
 # --- table --------------------------------------------------------------------------------
 echo
 echo "Median of $REPEATS runs each; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+ops_table() {
 echo
-echo "| load | PyTorch 1.13 server ops/s | ddp-rendezvous ops/s | ratio ddp/PyTorch | server CPU µs/op PyTorch / ddp |"
+echo "| LibTorch $PEER clients | PyTorch $PEER server ops/s | ddp-rendezvous ops/s | ratio ddp/PyTorch | server CPU µs/op PyTorch / ddp |"
 echo "|---|---|---|---|---|"
 for n in $OPS_CLIENTS; do
-  tl=${R[torch.ops.$n]}; dl=${R[ddp.ops.$n]}
+  tl=${R[torch.ops$PEER.$n]}; dl=${R[ddp.ops$PEER.$n]}
   t=$(field ops_per_s "$tl"); d=$(field ops_per_s "$dl")
   cpu="$(field server_cpu_us_per_op "$tl") / $(field server_cpu_us_per_op "$dl")"
   echo "| set/get/add, $n clients | ${t:-$tl} | ${d:-$dl} | $(ratio "$d" "$t") | $cpu |"
 done
+}
 # per_round LABEL N DENOMINATOR [ARGS...]: "min-max" over the rounds (each runs the two servers
 # back to back) of PyTorch's total_s over `DENOMINATOR DDP_LINE ARGS...` of the ddp-rendezvous
 # run beside it, skipping rounds where either gives nothing; "-" when none is left.
@@ -245,7 +277,7 @@ barrier_table() {
   echo
   echo "$title"
   echo
-  echo "| barrier clients (connections) | PyTorch total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | speedup per round (min-max) | ceiling per round: a free server (min-max) | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | CPU s server + clients, PyTorch / ddp |"
+  echo "| barrier clients (connections) | PyTorch $PEER total s (connect + barrier) | ddp-rendezvous total s (connect + barrier) | ratio ddp/PyTorch | speedup | speedup per round (min-max) | ceiling per round: a free server (min-max) | ddp µs per client | server RSS MB PyTorch / ddp (ddp VmHWM) | CPU s server + clients, PyTorch / ddp |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   for n in $sizes; do
     tl=${R[torch.$label.$n]}; dl=${R[ddp.$label.$n]}
@@ -261,8 +293,13 @@ barrier_table() {
     echo "| $n ($((per_client * n))) | $tcell | $dcell | $(ratio "$d" "$t") | $speedup | $(per_round "$label" "$n" total_of) | $(per_round "$label" "$n" clients_floor "$client_cores") | $per | $rss | $cpu |"
   done
 }
-barrier_table c10d "$SIZES" 2 "$CORES" "Barrier, LibTorch 1.13 c10d::TCPStore clients (store_load):"
-barrier_table wire "$WIRE" 1 1 \
-  "Barrier, raw 1.13-protocol clients on one thread, one connection each (wire_load):"
+for PEER in $PEERS; do
+  ops_table
+  # 1.13 clients hold 2 connections (main and watch), 2.x clients 1.
+  barrier_table "c10d$PEER" "$SIZES" "$([[ $PEER == 1.13 ]] && echo 2 || echo 1)" "$CORES" \
+    "Barrier, LibTorch $PEER c10d::TCPStore clients (store_load) against PyTorch $PEER's server:"
+  [[ $PEER != 1.13 ]] || barrier_table wire "$WIRE" 1 1 \
+    "Barrier, raw 1.13-protocol clients on one thread, one connection each (wire_load):"
+done
 [[ -z $LIMIT_NOTE ]] || { echo; echo "$LIMIT_NOTE"; }
 echo; echo "$SOMAXCONN_NOTE"

@@ -55,6 +55,7 @@
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 #include <vector>
 
 #include "bench/store/proc_stats.h"
@@ -134,6 +135,9 @@ std::unique_ptr<c10d::TCPStore> connect(const Options& o, int index) {
   opts.isServer = false;
   opts.waitWorkers = false;
   opts.timeout = kClientTimeout;
+#if TORCH_VERSION_MAJOR >= 2
+  opts.useLibUV = false;  // nothing changes on the wire; Debian 13's 2.6 refuses true
+#endif
   return std::make_unique<c10d::TCPStore>(o.hosts[static_cast<std::size_t>(index) % o.hosts.size()],
                                           opts);
 }

@@ -1,5 +1,7 @@
-// PyTorch's own TCPStore server (LibTorch 1.13 c10d::TCPStore, isServer=true) as a process,
-// the baseline of the store benchmark.
+// PyTorch's own TCPStore server (c10d::TCPStore, isServer=true) as a process, the baseline of
+// the store benchmark: LibTorch 1.13 (the host's build) or 2.x (bench/store/build_torch2.sh
+// builds it in the Debian 13 root against 2.6, whose build has no libuv: its server is then
+// c10d's non-libuv TCPStoreBackend, the only one that build has).
 //
 // Usage: torch_store_server HOST
 // Binds port 0, prints "listening on HOST:PORT" on stdout, serves until SIGTERM or SIGINT,
@@ -9,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -26,6 +29,9 @@ int main(int argc, char** argv) {
   opts.port = 0;
   opts.isServer = true;
   opts.waitWorkers = false;
+#if TORCH_VERSION_MAJOR >= 2
+  opts.useLibUV = false;  // 2.x defaults to libuv, which Debian 13's build refuses
+#endif
   auto store = std::make_unique<c10d::TCPStore>(argv[1], opts);
   std::printf("listening on %s:%u\n", argv[1], static_cast<unsigned>(store->getPort()));
   std::fflush(stdout);

@@ -5,6 +5,11 @@ its node's IP, so both launchers find themselves in the endpoint without extra f
 rendezvous on node a, 2 nodes x 2 workers, --max-restarts 0.
 
 usage: bench.py DDPRUN [--repeats N] [--torchrun-repeats M] [--cap SECONDS] [--no-torchrun]
+                [--peers 2.6,1.13]
+--peers: the torchruns run after ddprun (default both): 2.6 is Debian 13's python3-torch in the
+root scripts/torch2_root.sh makes, through scripts/torch2-python and
+bench/launch/torchrun2_compat.py (that build has no libuv); 1.13 the host's, through
+bench/launch/torchrun_compat.py.
 
 Each worker stamps $EPOCHREALTIME when it starts. Once all 4 have started, the worker with
 GROUP_RANK=1, LOCAL_RANK=0 stamps and exits 3; every other worker traps SIGTERM, stamps and
@@ -24,7 +29,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
-TORCHRUN = [PYTHON, os.path.join(HERE, "..", "launch", "torchrun_compat.py")]
+LAUNCH = os.path.join(HERE, "..", "launch")
+TORCHRUNS = {
+    "1.13": [PYTHON, os.path.join(LAUNCH, "torchrun_compat.py")],
+    "2.6": [os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "torch2-python")),
+            os.path.join(LAUNCH, "torchrun2_compat.py")],
+}
 ADDRS = ["10.233.0.1", "10.233.0.2"]
 
 WORKER = r'''
@@ -94,9 +104,13 @@ def agent_argv(launcher, node, port, run_id):
         return [DDPRUN, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
                 "--rdzv-endpoint", endpoint, "--rdzv-id", run_id, "--max-restarts", "0",
                 "--no-python", "bash", "-c", WORKER]
-    return [*TORCHRUN, "--nnodes", "2", "--nproc_per_node", "2", "--rdzv_backend", "c10d",
+    return [*TORCHRUNS[launcher], "--nnodes", "2", "--nproc_per_node", "2", "--rdzv_backend", "c10d",
             "--rdzv_endpoint", endpoint, "--rdzv_id", run_id, "--max_restarts", "0",
             "--monitor_interval", "0.1", "--no_python", "bash", "-c", WORKER]
+
+
+def label(launcher):
+    return launcher if launcher == "ddprun" else "torchrun " + launcher
 
 
 def wait_for(predicate, deadline_s):
@@ -128,11 +142,11 @@ def once(ns, launcher, rep, cap):
                              open(os.path.join(tmp, "node0.log"), "rb").read(), 20)
             if not wait_for(lambda: os.path.exists(os.path.join(marks, "failed")), 120):
                 logs = [open(os.path.join(tmp, "node%d.log" % n)).read()[-2000:] for n in (0, 1)]
-                sys.exit("%s: the workers never started\n%s" % (launcher, "\n".join(logs)))
+                sys.exit("%s: the workers never started\n%s" % (label(launcher), "\n".join(logs)))
             stopped = lambda: len(glob.glob(os.path.join(marks, "stopped.0.*"))) == 2
             if not wait_for(stopped, cap):
                 print("%s run %d: node a's workers not stopped after %.0f s; node a's agent %s"
-                      % (launcher, rep, cap, "still running" if procs[0].poll() is None
+                      % (label(launcher), rep, cap, "still running" if procs[0].poll() is None
                          else "exited %d" % procs[0].returncode), file=sys.stderr)
                 return None
             with open(os.path.join(marks, "failed")) as f:
@@ -169,16 +183,23 @@ def main():
     ap.add_argument("--torchrun-repeats", type=int, default=2)
     ap.add_argument("--cap", type=float, default=60.0)
     ap.add_argument("--no-torchrun", action="store_true")
+    ap.add_argument("--peers", default="2.6,1.13", help="torchrun versions: 2.6, 1.13 or both")
     args = ap.parse_args()
     DDPRUN = os.path.abspath(args.ddprun)
+    peers = [] if args.no_torchrun else [p for p in args.peers.split(",") if p]
+    for p in peers:
+        if p not in TORCHRUNS:
+            sys.exit("--peers: %s is not one of %s" % (p, ", ".join(TORCHRUNS)))
+    with open("/proc/loadavg") as f:
+        load_before = " ".join(f.read().split()[:3])
     ns = Namespaces()
     try:
         rows = []
         lat = [once(ns, "ddprun", i, args.cap) for i in range(args.repeats)]
         rows.append(summary("ddprun", lat, args.repeats, args.cap))
-        if not args.no_torchrun:
-            lat = [once(ns, "torchrun", i, args.cap) for i in range(args.torchrun_repeats)]
-            rows.append(summary("torchrun 1.13 (--monitor_interval 0.1)", lat,
+        for p in peers:
+            lat = [once(ns, p, i, args.cap) for i in range(args.torchrun_repeats)]
+            rows.append(summary("torchrun %s (--monitor_interval 0.1)" % p, lat,
                                 args.torchrun_repeats, args.cap))
     finally:
         ns.close()
@@ -188,6 +209,8 @@ def main():
     print("|---|---|---|---|")
     for row in rows:
         print(row)
+    with open("/proc/loadavg") as f:
+        print("\nload average %s before, %s after" % (load_before, " ".join(f.read().split()[:3])))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Builds the store benchmark's PyTorch programs (torch_store_server, store_load) against
+# LibTorch 2.6 inside the Debian 13 root that scripts/torch2_root.sh makes (binaries built on
+# the host do not run there, and the host has only LibTorch 1.13). The root must have this
+# checkout bound at its own path (run scripts/torch2_root.sh from this checkout once).
+#   bench/store/build_torch2.sh OUT_DIR     (then OUT_DIR/torch_store_server, OUT_DIR/store_load)
+# Rebuilds a program only when its source is newer. g++ directly: two programs of one file each
+# do not need the project's CMake set-up (Boost, CLI11) in the root.
+set -eu
+ROOT=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie}
+src=$(cd "$(dirname "$0")" && pwd -P)
+repo=$(cd "$src/../.." && pwd -P)
+[ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
+mkdir -p "$1"
+out=$(cd "$1" && pwd -P)
+[ -d "$ROOT$repo/bench" ] || {
+  echo "build_torch2.sh: $ROOT$repo is not this checkout: run scripts/torch2_root.sh from it" >&2
+  exit 1
+}
+for prog in torch_store_server store_load; do
+  if [ "$out/$prog" -nt "$src/$prog.cc" ] && [ "$out/$prog" -nt "$src/proc_stats.h" ]; then
+    continue
+  fi
+  chroot "$ROOT" g++ -std=c++17 -O2 -DUSE_C10D_GLOO -I"$repo" \
+    -isystem /usr/include/torch/csrc/api/include -o "$out/$prog" "$src/$prog.cc" \
+    -ltorch -ltorch_cpu -lc10 -pthread
+done
