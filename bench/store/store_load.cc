@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,7 +56,6 @@
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/version.h>
 #include <vector>
 
 #include "bench/store/proc_stats.h"

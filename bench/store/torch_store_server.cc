@@ -6,12 +6,13 @@
 // Usage: torch_store_server HOST
 // Binds port 0, prints "listening on HOST:PORT" on stdout, serves until SIGTERM or SIGINT,
 // exits 0.
+#include <torch/version.h>
+
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/version.h>
 
 int main(int argc, char** argv) {
   if (argc != 2) {
