@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   auto invocation = ddp::launcher::parse_command_line(
       std::vector<std::string>(argv + 1, argv + argc), environment);
   if (!invocation) return usage_error(invocation.status());
-  if (invocation->action == ddp::launcher::Invocation::Action::kHelp) {
+  if (invocation->action == ddp::launcher::Invocation::Action::kHelp ||
+      invocation->action == ddp::launcher::Invocation::Action::kCompletion) {
     std::cout << invocation->text;
     return 0;
   }
