@@ -30,6 +30,9 @@ struct StreamsSpec {
   }
 };
 
+// torchrun's --numa-binding modes (launcher/numa_binding.h says what each binds).
+enum class NumaBinding { kNone, kNode, kSocket, kExclusive, kCoreComplex };
+
 struct AgentConfig {
   // The worker command, fully resolved: for a .py program {python, "-u", prog, args...},
   // for -m {python, "-u", "-m", module, args...}, for --no-python {prog, args...}.
@@ -54,6 +57,17 @@ struct AgentConfig {
   StreamsSpec tee;
   std::optional<std::set<int>> local_ranks_filter;  // unset = every local rank prints
   std::vector<int> signals_to_handle{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  // --log-line-prefix-template: the console prefix of each worker line, with ${role_name},
+  // ${local_rank}, ${rank} and ${hostname} (agent/output.h); empty = "[<role><local_rank>]:".
+  std::string log_line_prefix_template;
+  // --duplicate-std{out,err}-filters: teed lines containing any of these are also appended to
+  // <attempt_dir>/filtered_std{out,err}.log (agent/output.h); empty = no such file.
+  std::vector<std::string> duplicate_stdout_filters;
+  std::vector<std::string> duplicate_stderr_filters;
+  // --numa-binding, and what it resolved to on this machine (launcher/numa_binding.h): the
+  // logical CPUs of each local rank, applied in the child before exec; empty = not bound.
+  NumaBinding numa_binding = NumaBinding::kNone;
+  std::vector<std::vector<int>> cpu_affinity;
 
   // Rendezvous (single node for now: c10d/standalone embedded, or static).
   std::string rdzv_backend = "static";

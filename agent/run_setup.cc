@@ -26,6 +26,8 @@ proc::LaunchSpec RunSetup::launch_spec(int attempt, int local_rank) const {
   proc::LaunchSpec spec;
   spec.argv = substitute_local_rank(worker_argv, local_rank);
   spec.env = to_envp(make_worker_env(base_env, g, local_rank, error_file(attempt, local_rank)));
+  if (local_rank < static_cast<int>(cpu_affinity.size()))
+    spec.cpu_affinity = cpu_affinity[local_rank];
   return spec;
 }
 
@@ -82,6 +84,7 @@ Result<RunSetup> prepare_run(const AgentConfig& config) {
   RunSetup setup;
   setup.base_env = current_environment();
   setup.worker_argv = config.worker_argv;
+  setup.cpu_affinity = config.cpu_affinity;
   setup.hostname = this_host();
 
   GroupContext& g = setup.group;

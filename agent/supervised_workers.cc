@@ -124,7 +124,7 @@ void SupervisedWorkers::start(const Round& round) {
           std::error_code ignored;
           std::filesystem::remove(setup_.error_file(attempt, rank), ignored);
         }
-        return router_.begin_attempt(setup_.attempt_dir(attempt));
+        return router_.begin_attempt(setup_.attempt_dir(attempt), setup_.group.global_rank_base);
       },
       [this](const Outcome& outcome) { on_group_done(outcome); }));
   groups_.back()->start(attempt_);

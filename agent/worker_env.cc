@@ -52,14 +52,14 @@ EnvMap make_worker_env(const EnvMap& base, const GroupContext& group, int local_
   if (sets_omp_num_threads(base, group.local_world_size)) {
     env["OMP_NUM_THREADS"] = std::string("1");
   }
-  if (!group.gpu_ids.empty()) {
-    if (group.virtual_local_rank && local_rank < static_cast<int>(group.gpu_ids.size())) {
-      // As torchrun's --virtual-local-rank: the worker sees only its own GPU, as cuda:0.
-      env["CUDA_VISIBLE_DEVICES"] = std::to_string(group.gpu_ids[local_rank]);
-      env["LOCAL_RANK"] = std::string("0");
-    } else {
-      env["CUDA_VISIBLE_DEVICES"] = join_ids(group.gpu_ids);
-    }
+  if (group.virtual_local_rank) {
+    // As torchrun's --virtual-local-rank: the worker sees only its own GPU, as cuda:0, and
+    // LOCAL_RANK=0; without selected GPUs torchrun names the device by the local rank.
+    const bool has_id = local_rank < static_cast<int>(group.gpu_ids.size());
+    env["CUDA_VISIBLE_DEVICES"] = std::to_string(has_id ? group.gpu_ids[local_rank] : local_rank);
+    env["LOCAL_RANK"] = std::string("0");
+  } else if (!group.gpu_ids.empty()) {
+    env["CUDA_VISIBLE_DEVICES"] = join_ids(group.gpu_ids);
   }
   return env;
 }

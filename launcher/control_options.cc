@@ -51,13 +51,6 @@ Status resolve_accepted_only(const RawOptions& raw, Invocation& out) {
     return from(start, invalid_argument("--start-method: unknown method '" + start.text +
                                         "'; use spawn, fork or forkserver"));
   }
-  for (const char* key : {"numa_binding", "logs_specs"}) {
-    const RawValue& v = raw.at(key);
-    if (v.given) {
-      return from(v, invalid_argument(v.origin + " is not supported by ddprun; drop it (for NUMA "
-                                                 "binding, start the program under numactl)"));
-    }
-  }
   const RawValue& events = raw.at("event_log_handler");
   if (events.text != "null") {
     return from(events, invalid_argument("--event-log-handler " + events.text +

@@ -22,6 +22,8 @@
 #include "common/logging.h"
 #include "launcher/fanout/fanout.h"
 #include "launcher/gpu_inventory.h"
+#include "launcher/numa_placement.h"
+#include "launcher/numa_topology.h"
 #include "launcher/options.h"
 #include "launcher/preflight.h"
 #include "launcher/status_command.h"
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
   auto invocation = ddp::launcher::parse_command_line(
       std::vector<std::string>(argv + 1, argv + argc), environment);
   if (!invocation) return usage_error(invocation.status());
-  if (invocation->action == ddp::launcher::Invocation::Action::kHelp) {
+  if (invocation->action == ddp::launcher::Invocation::Action::kHelp ||
+      invocation->action == ddp::launcher::Invocation::Action::kCompletion) {
     std::cout << invocation->text;
     return 0;
   }
@@ -133,6 +136,22 @@ int main(int argc, char** argv) {
   spdlog::debug("open-file limit {}", ddp::proc::raise_open_file_limit());
   for (const auto& notice : invocation->notices) spdlog::warn("{}", notice);
   for (const auto& line : invocation->info) spdlog::info("{}", line);
+  // --numa-binding: this node's CPUs per local rank (a fan-out's agents find their own).
+  if (!invocation->launch.fan_out) {
+    auto sysfs = environment.env.find(ddp::launcher::kSysfsEnv);
+    auto proc_nvidia = environment.env.find(ddp::launcher::kProcNvidiaEnv);
+    if (ddp::Status s = ddp::launcher::place_workers(
+            invocation->config, sysfs == environment.env.end() ? "/sys" : sysfs->second,
+            proc_nvidia == environment.env.end() ? ddp::launcher::kDefaultProcNvidia
+                                                 : proc_nvidia->second);
+        !s) {
+      return usage_error(s);
+    }
+    for (std::size_t r = 0; r < invocation->config.cpu_affinity.size(); ++r) {
+      spdlog::info("numa binding: local rank {} on CPUs {}", r,
+                   ddp::launcher::cpu_list_text(invocation->config.cpu_affinity[r]));
+    }
+  }
   if (invocation->launch.fan_out) {  // this ddprun starts every node's agent (ssh, pbsdsh)
     std::error_code exe_error;
     auto self = std::filesystem::read_symlink("/proc/self/exe", exe_error);

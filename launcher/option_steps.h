@@ -48,6 +48,9 @@ void note_other_nodes_command(const RawOptions& raw, Invocation& out);
 // --max-connections, --max-connections-per-peer, --first-request-timeout, --store-allow: the
 // limits of the servers this node hosts (launcher/connection_options.cc).
 Status resolve_connections(const RawOptions& raw, Invocation& out);
+// --log-line-prefix-template (else TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE), the duplicate
+// filters, --logs-specs and --numa-binding's mode (launcher/output_options.cc).
+Status resolve_output(const RawOptions& raw, const LaunchEnvironment& environment, Invocation& out);
 // Restarts, role, logs, streams, console filter, signals, timeouts, accepted-only options.
 Status resolve_control(const RawOptions& raw, Invocation& out);
 

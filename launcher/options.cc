@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "agent/worker_args.h"
+#include "launcher/completion.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/option_steps.h"
 #include "launcher/option_values.h"
@@ -77,6 +78,13 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
     out.action = Invocation::Action::kVersion;
     return out;
   }
+  if (raw->completion_shell) {
+    auto script = completion_script(*raw->completion_shell, public_options());
+    if (!script) return script.status();
+    out.action = Invocation::Action::kCompletion;
+    out.text = std::move(script).value();
+    return out;
+  }
   if (Status s = steps::resolve_program(*raw, environment, out); !s) return s;
   // A fan-out's agents count their own GPUs (--nproc-per-node gpu|auto and --gpu-ids reach
   // them as written), so a launching machine without those GPUs (a login node) is no error
@@ -90,6 +98,7 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
   if (Status s = steps::resolve_cluster(*raw, environment, out); !s) return s;
   if (!workers && !out.launch.fan_out) return workers;
   if (Status s = steps::resolve_control(*raw, out); !s) return s;
+  if (Status s = steps::resolve_output(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_connections(*raw, out); !s) return s;
   steps::notice_loopback(*raw, out);
   steps::note_other_nodes_command(*raw, out);

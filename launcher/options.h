@@ -46,9 +46,9 @@ struct LaunchEnvironment {
 };
 
 struct Invocation {
-  enum class Action { kRun, kHelp, kVersion };
+  enum class Action { kRun, kHelp, kVersion, kCompletion };
   Action action = Action::kRun;
-  std::string text;  // the help text for kHelp
+  std::string text;  // the help text for kHelp, the script for kCompletion
 
   agent::AgentConfig config;  // valid for kRun
   // Set when the program runs under Python: the interpreter as given (a name looked up on

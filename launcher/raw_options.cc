@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <memory>
+#include <string_view>
 
 namespace ddp::launcher {
 namespace {
@@ -18,7 +19,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 51> kOptions{{
+constexpr std::array<OptionSpec, 55> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -76,9 +77,22 @@ constexpr std::array<OptionSpec, 51> kOptions{{
     {"hang_first_beat_timeout", "", false, "",
      "With --hang-timeout: a worker without any heartbeat this long after its start is hung"},
     {"virtual_local_rank", "", true, "0", "Each worker sees only its own GPU"},
-    {"numa_binding", "", false, "", "Not supported by ddprun"},
-    {"logs_specs", "", false, "", "Not supported by ddprun"},
-    {"event_log_handler", "", false, "null", "Accepted: null only"},
+    {"numa_binding", "", false, "",
+     "Bind each worker to CPUs near its GPU (or its share of the NUMA nodes): node, socket, "
+     "exclusive or core-complex (docs/launcher.md)"},
+    {"logs_specs", "", false, "", "Accepted: default only (torchrun's DefaultLogsSpecs)"},
+    {"log_line_prefix_template", "", false, "",
+     "Prefix of each worker output line, with ${role_name} ${local_rank} ${rank} ${hostname} "
+     "(default: $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, else [${role_name}${local_rank}]:)"},
+    {"duplicate_stdout_filters", "", false, "",
+     "Copy teed stdout lines containing any of these comma-separated strings to "
+     "<attempt dir>/filtered_stdout.log"},
+    {"duplicate_stderr_filters", "", false, "",
+     "Copy teed stderr lines containing any of these comma-separated strings to "
+     "<attempt dir>/filtered_stderr.log"},
+    {"print_completion", "", false, "", "Print a completion script for bash, zsh or tcsh and exit"},
+    {"event_log_handler", "", false, "null",
+     "Accepted: null only (torchrun's event handler; see --event-log)"},
     {"event_log", "", false, "",
      "Append this node's events (rounds, workers started and exited, restarts, failure, end) "
      "to FILE as JSON lines; - for stderr; {host} in FILE becomes the hostname "
@@ -122,7 +136,37 @@ class Formatter : public CLI::Formatter {
   }
 };
 
+bool is_hidden(const OptionSpec& spec) {
+  std::string_view help = spec.help;
+  return help.starts_with("Internal:");
+}
+
+// The closed sets of values, for completion (the parsers check them).
+std::vector<std::string> choices_of(std::string_view key) {
+  if (key == "rdzv_backend") return {"static", "c10d", "etcd", "etcd-v2", "etcd-v3"};
+  if (key == "nproc_per_node") return {"gpu", "cpu", "auto", "xpu"};
+  if (key == "start_method") return {"spawn", "fork", "forkserver"};
+  if (key == "numa_binding") return {"node", "socket", "exclusive", "core-complex"};
+  if (key == "print_completion") return {"bash", "zsh", "tcsh"};
+  if (key == "local_rank_arg") return {"none", "underscore", "dash"};
+  if (key == "launcher") return {"auto", "local", "ssh", "slurm", "pbs"};
+  if (key == "redirects" || key == "tee") return {"0", "1", "2", "3"};
+  return {};
+}
+
 }  // namespace
+
+std::vector<OptionName> public_options() {
+  std::vector<OptionName> out{{"--help", "--help", "-h", true, {}},
+                              {"--version", "--version", "", true, {}}};
+  for (const OptionSpec& spec : kOptions) {
+    if (is_hidden(spec)) continue;
+    std::string dash = "--" + dashed(spec.key);
+    out.push_back(
+        {dash, "--" + std::string(spec.key), spec.short_name, spec.flag, choices_of(spec.key)});
+  }
+  return out;
+}
 
 bool is_flag_option(const std::string& key) {
   for (const OptionSpec& spec : kOptions) {
@@ -160,8 +204,7 @@ Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
     if (shows_default) help += " [" + std::string(spec.default_text) + "]";
     cli[key] = spec.flag ? app.add_flag(names, flags[key], help)
                          : app.add_option(names, texts[key], help)->type_name("VALUE");
-    if (help.rfind("Not supported", 0) == 0 || key == "event_log_handler" ||
-        help.rfind("Internal:", 0) == 0) {
+    if (is_hidden(spec)) {
       // torchrun options ddprun only recognises to reject or ignore, and internal ones
       cli[key]->group("");
     }
@@ -182,6 +225,10 @@ Result<RawOptions> read_raw_options(const std::vector<std::string>& args,
   RawOptions raw;
   raw.version = version;
   if (version) return raw;
+  if (cli["print_completion"]->count() > 0) {
+    raw.completion_shell = texts["print_completion"];
+    return raw;
+  }
   raw.program = app.remaining();
   if (!raw.program.empty() && raw.program.front() == "--") raw.program.erase(raw.program.begin());
   if (raw.program.empty()) {

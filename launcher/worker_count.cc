@@ -73,6 +73,15 @@ Status resolve_workers(const RawOptions& raw, const LaunchEnvironment& environme
   }
   if (ids.given) return gpu_ids_given(ids, nproc, environment, config);
 
+  if (nproc.text == "xpu") {
+    // torchrun asks torch.xpu.device_count() (Intel's Level Zero runtime); ddprun links no
+    // torch and no Level Zero, and a render node in /sys/class/drm does not say whether the
+    // runtime would count it (integrated GPUs, driver versions), so it does not guess.
+    return from(
+        nproc, invalid_argument(nproc.origin +
+                                " xpu: ddprun cannot count Intel XPUs (that needs torch.xpu); give "
+                                "the number of workers, e.g. --nproc-per-node 4"));
+  }
   if (nproc.text == "gpu" || nproc.text == "cpu" || nproc.text == "auto") {
     if (Status s = take(nproc,
                         count_for_device_word(nproc.text, *environment.gpus,

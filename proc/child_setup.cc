@@ -50,6 +50,10 @@ int prepare_child(const ChildSetup& setup) noexcept {
     if (setup.open_file_soft_limit < limit.rlim_max) limit.rlim_cur = setup.open_file_soft_limit;
     if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return fail();
   }
+  if (setup.cpu_affinity != nullptr &&
+      ::sched_setaffinity(0, sizeof(cpu_set_t), setup.cpu_affinity) != 0) {
+    return fail();
+  }
   if (setup.forced_errno != 0) {
     errno = setup.forced_errno;
     return setup.forced_errno;

@@ -7,9 +7,10 @@
 // PR_SET_PDEATHSIG(SIGKILL) plus the getppid() check; stdin/stdout/stderr; every signal back
 // to SIG_DFL (but `ignored_signal`), then none blocked; every descriptor from 3 up marked
 // close-on-exec; the soft open-file limit set back when the parent raised its own
-// (proc/open_file_limit.h).
+// (proc/open_file_limit.h); the CPU affinity (--numa-binding) when one is given.
 #pragma once
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -27,6 +28,8 @@ struct ChildSetup {
   rlim_t open_file_soft_limit = 0;  // nonzero: the child's soft RLIMIT_NOFILE
   int ignored_signal = 0;           // nonzero: SIG_IGN for it instead of SIG_DFL
   int forced_errno = 0;  // nonzero: fail with it instead of running (program not on PATH)
+  // Not null: sched_setaffinity(0, ...) to this set (built by the parent; outlives the fork).
+  const cpu_set_t* cpu_affinity = nullptr;
 };
 
 // Returns 0 when the child is ready to exec, or an errno (also left in errno) that the

@@ -65,6 +65,9 @@ struct LaunchSpec {
   // (faulthandler restores the disposition it found: ignored).
   int ignored_signal = 0;
   ExecFailure exec_failure = ExecFailure::kExit127;
+  // Non-empty: the logical CPUs the child is bound to (sched_setaffinity before exec); a CPU
+  // the kernel refuses fails the spawn like an exec failure. Empty: the parent's affinity.
+  std::vector<int> cpu_affinity{};
 };
 
 class ProcessLauncher {

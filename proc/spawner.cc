@@ -165,6 +165,14 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
   ChildSetupHook hook{{spec.group, spec.die_with_parent, ::getpid(), fds.in[0], fds.out[1],
                        fds.err[1], children_open_file_limit(), spec.ignored_signal, 0},
                       fds.report[1]};
+  cpu_set_t affinity;
+  if (!spec.cpu_affinity.empty()) {
+    CPU_ZERO(&affinity);
+    for (int cpu : spec.cpu_affinity) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &affinity);
+    }
+    hook.setup.cpu_affinity = &affinity;
+  }
   bp::filesystem::path executable = resolve(program);
   if (executable.empty()) {
     executable = program;

@@ -79,6 +79,49 @@ TEST_CASE("router prefixes whole console lines and writes raw files", "[output]"
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("prefix templates expand torchrun's macros once per worker", "[output]") {
+  CHECK(output_prefix("", "trainer", 2, 7, "h1") == "[trainer2]:");
+  CHECK(output_prefix("[${role_name}${local_rank}|${rank}@${hostname}] ", "t", 2, 7, "h1") ==
+        "[t2|7@h1] ");
+  CHECK(output_prefix("$rank:$$ ${nope} $nope ${ rank} $", "t", 0, 3, "h") ==
+        "3:$ ${nope} $nope ${ rank} $");
+}
+
+TEST_CASE("duplicate filters copy matching teed lines, prefixed, into one file", "[output]") {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ddp_filter_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  int out[2], err[2];
+  REQUIRE(::pipe(out) == 0);
+  REQUIRE(::pipe(err) == 0);
+  AgentConfig c = config_with(3);
+  c.tee.per_rank = {{0, Streams::kBoth}, {1, Streams::kStdout}};  // rank 2 is not teed
+  c.duplicate_stdout_filters = {"loss", "acc"};
+  c.duplicate_stderr_filters = {"Warn"};
+  c.log_line_prefix_template = "<${rank}> ";
+  {
+    OutputRouter router(c, false, out[1], err[1]);
+    REQUIRE(router.begin_attempt(dir / "attempt_1", 10));
+    router.write(0, proc::StreamId::kStdout, "loss 1\nstep\n");
+    router.write(1, proc::StreamId::kStdout, "acc 2\n");
+    router.write(2, proc::StreamId::kStdout, "loss 3\n");
+    router.write(0, proc::StreamId::kStderr, "Warning x\nother\n");
+    router.write(1, proc::StreamId::kStderr, "Warning y\n");  // stderr of rank 1 not teed
+    router.write(1, proc::StreamId::kStdout, "last acc");     // no newline: flushed at the end
+    router.end_attempt();
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  CHECK(slurp(dir / "attempt_1" / "filtered_stdout.log") ==
+        "<10> loss 1\n<11> acc 2\n<11> last acc\n");
+  CHECK(slurp(dir / "attempt_1" / "filtered_stderr.log") == "<10> Warning x\n");
+  CHECK(drain(out[0]) == "<10> loss 1\n<10> step\n<11> acc 2\n<12> loss 3\n<11> last acc\n");
+  CHECK(drain(err[0]) == "<10> Warning x\n<10> other\n<11> Warning y\n");
+  ::close(out[0]);
+  ::close(err[0]);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("router reports an unwritable log directory", "[output]") {
   AgentConfig c = config_with(1);
   OutputRouter router(c, true, -1, -1);

@@ -102,6 +102,17 @@ TEST_CASE("virtual local rank gives each worker only its own GPU as device 0", "
   }
 }
 
+TEST_CASE("virtual local rank without GPUs: LOCAL_RANK 0, device named by the local rank",
+          "[worker_env]") {
+  GroupContext g = two_node_group();
+  g.virtual_local_rank = true;
+  for (int r = 0; r < 3; ++r) {
+    EnvMap env = make_worker_env({}, g, r, "e");
+    CHECK(env.at("CUDA_VISIBLE_DEVICES") == std::to_string(r));  // torchrun's fallback
+    CHECK(env.at("LOCAL_RANK") == "0");
+  }
+}
+
 TEST_CASE("to_envp renders KEY=VALUE", "[worker_env]") {
   auto envp = to_envp({{"A", "1"}, {"B", "x=y"}});
   CHECK(envp == std::vector<std::string>{"A=1", "B=x=y"});

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 
+#include "launcher/raw_options.h"
 #include "tests/launcher/options_test_util.h"
 
 using namespace ddp::launcher;
@@ -56,6 +57,10 @@ const std::vector<Spelled> kOptions = {
     {"--signals-to-handle", "--signals_to_handle", {"SIGUSR1"}},
     {"--shutdown-timeout", "--shutdown_timeout", {"2.5"}},
     {"--virtual-local-rank", "--virtual_local_rank", {}},
+    {"--log-line-prefix-template", "--log_line_prefix_template", {"[${rank}]:"}},
+    {"--duplicate-stdout-filters", "--duplicate_stdout_filters", {"loss,acc"}},
+    {"--duplicate-stderr-filters", "--duplicate_stderr_filters", {"Warning"}},
+    {"--numa-binding", "--numa_binding", {"socket"}},
     {"--local-rank-arg", "--local_rank_arg", {"underscore"}},
     {"--event-log", "--event_log", {"events.jsonl"}},
     {"--max-connections", "--max_connections", {"500"}},
@@ -330,7 +335,13 @@ TEST_CASE("bad command lines are one-line errors naming the fix", "[launcher]") 
   CHECK_THAT(error({"--nnodes", "1:2", "x.py"}), Catch::Contains("--rdzv-backend c10d"));
   CHECK_THAT(error({"--nnodes", "2", "--node-rank", "2", "x.py"}), Catch::Contains("ranks 0 to 1"));
   CHECK_THAT(error({"--standalone", "--nnodes", "2", "x.py"}), Catch::Contains("single node"));
-  CHECK_THAT(error({"--numa-binding", "node", "x.py"}), Catch::Contains("not supported"));
+  CHECK_THAT(error({"--numa-binding", "nodes", "x.py"}),
+             Catch::Contains("node, socket, exclusive or core-complex"));
+  CHECK_THAT(error({"--logs-specs", "mine", "x.py"}),
+             Catch::Contains("only torchrun's default logs spec") && !Catch::Contains("NUMA"));
+  CHECK_THAT(error({"--nproc-per-node", "xpu", "x.py"}),
+             Catch::Contains("cannot count Intel XPUs") && Catch::Contains("--nproc-per-node 4"));
+  CHECK_THAT(error({"--print-completion", "fish"}), Catch::Contains("bash, zsh or tcsh"));
   CHECK_THAT(error({"--role", "", "x.py"}), Catch::Contains("--role"));
   CHECK_THAT(error({"--log-dir", "", "x.py"}), Catch::Contains("--log-dir"));
   CHECK_THAT(error({"--local-ranks-filter", "2", "--nproc-per-node", "2", "x.py"}),
@@ -377,4 +388,102 @@ TEST_CASE("help and version need no program", "[launcher]") {
                             Catch::Contains("--nproc_per_node") && Catch::Contains("--gpu-ids"));
   CHECK(ok({"-h"}).action == Invocation::Action::kHelp);
   CHECK(ok({"--version"}).action == Invocation::Action::kVersion);
+}
+
+TEST_CASE("torchrun 2.9-2.15 options: values, env fallbacks, accepted defaults", "[launcher]") {
+  // --log-line-prefix-template: the option, else PET_*, else TORCHELASTIC_*.
+  CHECK(ok({"x.py"}).config.log_line_prefix_template.empty());
+  Machine env{.env = {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "<${rank}>"}}};
+  CHECK(ok({"x.py"}, env).config.log_line_prefix_template == "<${rank}>");
+  env.env["PET_LOG_LINE_PREFIX_TEMPLATE"] = "{${local_rank}}";
+  CHECK(ok({"x.py"}, env).config.log_line_prefix_template == "{${local_rank}}");
+  CHECK(ok({"--log-line-prefix-template", "[$hostname]", "x.py"}, env)
+            .config.log_line_prefix_template == "[$hostname]");
+  // Filters: comma-separated, empty items dropped, PET_* too.
+  auto filters = ok({"--duplicate-stdout-filters", "a,,b c,", "x.py"}).config;
+  CHECK(filters.duplicate_stdout_filters == std::vector<std::string>{"a", "b c"});
+  CHECK(filters.duplicate_stderr_filters.empty());
+  Machine pet{.env = {{"PET_DUPLICATE_STDERR_FILTERS", "NaN"}}};
+  CHECK(ok({"x.py"}, pet).config.duplicate_stderr_filters == std::vector<std::string>{"NaN"});
+  // --numa-binding modes.
+  using ddp::agent::NumaBinding;
+  CHECK(ok({"x.py"}).config.numa_binding == NumaBinding::kNone);
+  CHECK(ok({"--numa-binding", "node", "x.py"}).config.numa_binding == NumaBinding::kNode);
+  CHECK(ok({"--numa-binding", "exclusive", "x.py"}).config.numa_binding == NumaBinding::kExclusive);
+  CHECK(ok({"--numa_binding=core-complex", "x.py"}).config.numa_binding ==
+        NumaBinding::kCoreComplex);
+  Machine numa_env{.env = {{"PET_NUMA_BINDING", "socket"}}};
+  CHECK(ok({"x.py"}, numa_env).config.numa_binding == NumaBinding::kSocket);
+  // --logs-specs: torchrun's default entry point name is accepted, in both spellings.
+  CHECK(ok({"--logs-specs", "default", "x.py"}).notices.empty());
+  CHECK(ok({"--logs_specs=default", "x.py"}).notices.empty());
+  Machine bad_specs{.env = {{"PET_LOGS_SPECS", "custom"}}};
+  CHECK_THAT(error({"x.py"}, bad_specs), Catch::StartsWith("PET_LOGS_SPECS=custom: "));
+  // --signals-to-handle, --shutdown-timeout, --virtual-local-rank from PET_*.
+  Machine pets{.env = {{"PET_SIGNALS_TO_HANDLE", "SIGUSR2"},
+                       {"PET_SHUTDOWN_TIMEOUT", "4"},
+                       {"PET_VIRTUAL_LOCAL_RANK", "1"}}};
+  auto c = ok({"x.py"}, pets).config;
+  CHECK(c.signals_to_handle == std::vector<int>{SIGUSR2});
+  CHECK(c.shutdown_timeout == std::chrono::seconds(4));
+  CHECK(c.virtual_local_rank);
+  // --master-port: torchrun >= 2.12 picks a free port when none is given; so does ddprun.
+  CHECK_FALSE(ok({"x.py"}).config.master_port_given);
+}
+
+TEST_CASE("print-completion prints a script generated from the option table", "[launcher]") {
+  for (const char* shell : {"bash", "zsh", "tcsh"}) {
+    INFO(shell);
+    auto inv = ok({"--print-completion", shell});
+    CHECK(inv.action == Invocation::Action::kCompletion);
+    // Every public option in every spelling, and the closed value sets.
+    for (const auto& o : public_options()) {
+      std::string name = std::string(shell) == "tcsh" && o.dashed.rfind("--", 0) == 0
+                             ? o.dashed.substr(2)
+                             : o.dashed;
+      CHECK_THAT(inv.text, Catch::Contains(name));
+    }
+    CHECK_THAT(inv.text, Catch::Contains("core-complex") && Catch::Contains("etcd-v2") &&
+                             Catch::Contains("--nproc_per_node"));
+    CHECK_THAT(inv.text, !Catch::Contains("exit-on-stdin-eof"));  // internal options stay out
+  }
+  CHECK(ok({"--print_completion=bash"}).action == Invocation::Action::kCompletion);
+}
+
+TEST_CASE("help lists every torchrun 2.15 option", "[launcher]") {
+  const std::string help = ok({"--help"}).text;
+  for (const char* name : {"--nnodes",
+                           "--nproc-per-node",
+                           "--rdzv-backend",
+                           "--rdzv-endpoint",
+                           "--rdzv-id",
+                           "--rdzv-conf",
+                           "--standalone",
+                           "--max-restarts",
+                           "--monitor-interval",
+                           "--start-method",
+                           "--event-log-handler",
+                           "--role",
+                           "--module",
+                           "--no-python",
+                           "--run-path",
+                           "--log-dir",
+                           "--redirects",
+                           "--tee",
+                           "--local-ranks-filter",
+                           "--node-rank",
+                           "--master-addr",
+                           "--master-port",
+                           "--local-addr",
+                           "--logs-specs",
+                           "--numa-binding",
+                           "--signals-to-handle",
+                           "--duplicate-stdout-filters",
+                           "--duplicate-stderr-filters",
+                           "--virtual-local-rank",
+                           "--shutdown-timeout",
+                           "--log-line-prefix-template",
+                           "--print-completion"}) {
+    CHECK_THAT(help, Catch::Contains(name));
+  }
 }

@@ -62,7 +62,12 @@ inline std::string describe(const Invocation& inv) {
     << c.connection_limits.first_request_timeout.count() << " store_allow "
     << c.connection_limits.store_allow.size() << "\nlocal_addr " << c.local_addr << "\nstandalone "
     << c.standalone << "\npython " << inv.python.value_or("-") << "\nscript "
-    << inv.script.value_or("-") << "\nnotices:";
+    << inv.script.value_or("-") << "\nprefix_template " << c.log_line_prefix_template
+    << "\nstdout_filters:";
+  for (const auto& f : c.duplicate_stdout_filters) o << " [" << f << "]";
+  o << "\nstderr_filters:";
+  for (const auto& f : c.duplicate_stderr_filters) o << " [" << f << "]";
+  o << "\nnuma " << static_cast<int>(c.numa_binding) << "\nnotices:";
   for (const auto& n : inv.notices) o << " [" << n << "]";
   return o.str();
 }

@@ -1,0 +1,62 @@
+#include "launcher/numa_placement.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "launcher/numa_binding.h"
+#include "launcher/numa_topology.h"
+
+namespace ddp::launcher {
+namespace {
+
+Result<std::set<int>> own_affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) {
+    return io_error(std::string("sched_getaffinity: ") + std::strerror(errno));
+  }
+  std::set<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.insert(c);
+  }
+  return cpus;
+}
+
+// PCI addresses of the NVIDIA GPUs, in address order; none when the driver is absent.
+std::vector<std::string> gpu_addresses(const std::filesystem::path& proc_nvidia) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(proc_nvidia / "gpus", ec)) {
+    out.push_back(entry.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Status place_workers(agent::AgentConfig& config, const std::filesystem::path& sysfs,
+                     const std::filesystem::path& proc_nvidia) {
+  if (config.numa_binding == agent::NumaBinding::kNone) return Status::ok();
+  auto topology = read_numa_topology(sysfs);
+  if (!topology) return io_error("--numa-binding: " + topology.status().message());
+  auto allowed = own_affinity();
+  if (!allowed) return allowed.status();
+  auto nodes_by_gpu = pci_numa_nodes(sysfs, gpu_addresses(proc_nvidia));
+  std::vector<std::optional<int>> gpu_nodes;
+  for (int r = 0; r < config.nproc_per_node; ++r) {
+    int gpu = r < static_cast<int>(config.gpu_ids.size()) ? config.gpu_ids[r] : r;
+    gpu_nodes.push_back(gpu < static_cast<int>(nodes_by_gpu.size()) ? nodes_by_gpu[gpu]
+                                                                    : std::nullopt);
+  }
+  auto plan =
+      plan_numa_binding(config.numa_binding, *topology, config.nproc_per_node, *allowed, gpu_nodes);
+  if (!plan) return plan.status();
+  config.cpu_affinity = std::move(plan).value();
+  return Status::ok();
+}
+
+}  // namespace ddp::launcher
