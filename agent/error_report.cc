@@ -142,7 +142,9 @@ std::string format_failure_report(const std::string& name, const std::string& ho
 std::string program_name(const std::vector<std::string>& argv) {
   if (argv.empty()) return "worker";
   auto base = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
-  if (base(argv[0]).starts_with("python")) {
+  // As worker_watch.cc's runs_python: python3, python3.11, or a wrapper named so
+  // (scripts/torch2-python): torchrun names the script.
+  if (base(argv[0]).find("python") != std::string::npos) {
     for (std::size_t i = 1; i < argv.size(); ++i) {
       if (argv[i] == "-m" && i + 1 < argv.size()) return argv[i + 1];
       if (!argv[i].starts_with("-")) return base(argv[i]);

@@ -85,3 +85,40 @@ fi
 version=$($SUDO chroot "$ROOT" /usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>&1) ||
   give_up "torch does not import in the root: $version"
 say "$ROOT, PyTorch $version"
+
+# PyTorch 2.x's own store tests for tests/integration/interop/run_torch_store_suite.py:
+# test/distributed/test_store.py and test/distributed/elastic/rendezvous/ from the orig tarball
+# of Debian's pytorch source package, into $SUITE inside the root (never in the repo), and the
+# packages torch.testing needs to import them. Idempotent; never fails the set-up: when it
+# cannot, it says why and the harness test reports Skipped.
+fetch_store_tests() {
+  local suite=/var/cache/ddprun/pytorch2-tests src=/var/cache/ddprun/pytorch-src
+  local marker="$ROOT$suite/test/distributed/test_store.py"
+  local test_packages=(python3-setuptools python3-expecttest python3-hypothesis)
+  local p missing=()
+  for p in "${test_packages[@]}"; do
+    $SUDO chroot "$ROOT" dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+      grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    $SUDO chroot "$ROOT" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+      >/tmp/ddp_torch2_test_packages.log 2>&1 ||
+      { say "store tests: apt-get ${missing[*]} failed (log: /tmp/ddp_torch2_test_packages.log)"; return 0; }
+  fi
+  [[ -f $marker ]] && { say "store tests in $suite"; return 0; }
+  echo "deb-src $(mirror) trixie main" | $SUDO tee "$ROOT/etc/apt/sources.list.d/ddprun-src.list" >/dev/null
+  $SUDO mkdir -p "$ROOT$src" "$ROOT$suite"
+  $SUDO chroot "$ROOT" /usr/bin/env -C "$src" bash -c \
+    "ls pytorch_*.orig.tar.* >/dev/null 2>&1 || { apt-get update -qq && apt-get source --download-only -qq pytorch; }" \
+    >/tmp/ddp_torch2_source.log 2>&1 ||
+    { say "store tests: apt-get source pytorch failed (log: /tmp/ddp_torch2_source.log)"; return 0; }
+  # Extracted on the host (the minbase root has no xz).
+  $SUDO tar -C "$ROOT$suite" -xaf "$(ls "$ROOT$src"/pytorch_*.orig.tar.* | head -1)" \
+    --strip-components=1 --wildcards \
+    '*/test/distributed/test_store.py' '*/test/distributed/elastic/rendezvous' \
+    >>/tmp/ddp_torch2_source.log 2>&1 ||
+    { say "store tests: cannot extract them (log: /tmp/ddp_torch2_source.log)"; return 0; }
+  say "store tests in $suite"
+}
+fetch_store_tests

@@ -111,6 +111,7 @@ TEST_CASE("report table shows root cause, others, messages and signals", "[error
 TEST_CASE("program name for the report", "[error_report]") {
   CHECK(program_name({"/usr/bin/python3", "-u", "/x/train.py", "--lr", "1"}) == "train.py");
   CHECK(program_name({"python3", "-u", "-m", "pkg.main"}) == "pkg.main");
+  CHECK(program_name({"/x/scripts/torch2-python", "/x/train.py"}) == "train.py");
   CHECK(program_name({"/opt/bin/worker", "-v"}) == "worker");
 }
 

@@ -26,29 +26,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 import etcd  # noqa: E402
 from agents import AgentsCase  # noqa: E402
 from procs import free_port  # noqa: E402
+import torch_python  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "attempt_worker.py")
-TORCH2 = os.path.normpath(os.path.join(HERE, "..", "..", "..", "scripts", "torch2-python"))
-TORCH2_ROOT = os.environ.get("DDP_TORCH2_ROOT", "/var/lib/ddprun/trixie")
 RESTARTS = 20
 DEADLINE_S = 240.0
-_torch2_missing = []
-
-
-def torch2_missing():
-    """Why PyTorch 2.x workers cannot run here, or None when they can (checked once)."""
-    if not _torch2_missing:
-        why = None
-        if not os.path.isdir(os.path.join(TORCH2_ROOT, "usr")):
-            why = "no PyTorch 2.x root at %s (scripts/torch2_root.sh makes it)" % TORCH2_ROOT
-        else:
-            p = subprocess.run([TORCH2, "-c", "import torch"], cwd="/tmp", capture_output=True,
-                               text=True, timeout=120)
-            if p.returncode != 0:
-                why = "torch does not import in %s: %s" % (TORCH2_ROOT, p.stderr.strip()[-300:])
-        _torch2_missing.append(why)
-    return _torch2_missing[0]
 
 
 class FreshStoreCase(AgentsCase):
@@ -65,12 +48,7 @@ class FreshStoreCase(AgentsCase):
         self.worker = shutil.copy(WORKER, self.tmp)
 
     def python(self, version):
-        if version == "1.13":
-            return "/usr/bin/python3"
-        why = torch2_missing()
-        if why:
-            self.skipTest(why)
-        return TORCH2
+        return torch_python.python_for(self, version.split(".")[0])  # skips where 2.x cannot
 
     def env(self):
         env = dict(os.environ, TMPDIR=self.tmp)

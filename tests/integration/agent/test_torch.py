@@ -11,13 +11,16 @@ import unittest
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "torch_worker.py")
+sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
+import torch_python  # noqa: E402
 DEADLINE_S = 120.0
 
 
 class TorchTest(unittest.TestCase):
     def setUp(self):
+        python = torch_python.worker_python(self)  # first: a skip leaves nothing to clean up
         self.tmp = tempfile.TemporaryDirectory(prefix="ddp_agent_torch_")
-        self.env = dict(os.environ, DDPRUN_PYTHON="/usr/bin/python3", TMPDIR=self.tmp.name)
+        self.env = dict(os.environ, DDPRUN_PYTHON=python, TMPDIR=self.tmp.name)
 
     def tearDown(self):
         self.tmp.cleanup()

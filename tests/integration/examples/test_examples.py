@@ -14,12 +14,13 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 from procs import OutputProcess, free_port, wait_for  # noqa: E402
+import torch_python  # noqa: E402
 
 DDPRUN = None
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples", "python")
 TRAIN = os.path.join(EXAMPLES, "train_ddp.py")
 LEGACY = os.path.join(EXAMPLES, "launch_legacy.py")
-ENV = dict(os.environ, DDPRUN_PYTHON="/usr/bin/python3", OMP_NUM_THREADS="1")
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
 
 
 def children(pid):
@@ -49,6 +50,7 @@ def environ(pid):
 
 class ExampleCase(unittest.TestCase):
     def setUp(self):
+        self.env = dict(ENV, DDPRUN_PYTHON=torch_python.worker_python(self))  # first: may skip
         self.tmpdir = tempfile.TemporaryDirectory()
         self.tmp = self.tmpdir.name
         self.procs = []
@@ -59,7 +61,7 @@ class ExampleCase(unittest.TestCase):
         self.tmpdir.cleanup()
 
     def ddprun(self, name, args, timeout=150):
-        p = OutputProcess(self.tmp, name, [DDPRUN] + args, ENV, timeout=timeout)
+        p = OutputProcess(self.tmp, name, [DDPRUN] + args, self.env, timeout=timeout)
         self.procs.append(p)
         return p
 

@@ -21,14 +21,16 @@ TIMER = os.path.join(HERE, "timer_worker.py")
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 from procs import OutputProcess, free_port, wait_for  # noqa: E402
 import netns  # noqa: E402
+import torch_python  # noqa: E402
 
 HANG_EXIT = 124  # docs/hangs.md
 
 
 class Base(unittest.TestCase):
     def setUp(self):
+        python = torch_python.worker_python(self)  # first: a skip leaves nothing to clean up
         self.tmp = tempfile.TemporaryDirectory(prefix="ddp_hangs_")
-        self.env = dict(os.environ, DDPRUN_PYTHON="/usr/bin/python3", TMPDIR=self.tmp.name)
+        self.env = dict(os.environ, DDPRUN_PYTHON=python, TMPDIR=self.tmp.name)
         self.procs = []
 
     def tearDown(self):

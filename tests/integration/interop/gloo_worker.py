@@ -11,12 +11,14 @@ import sys
 import torch
 import torch.distributed as dist
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testlib"))
+from gloo_init import init_gloo_from_env  # noqa: E402  (1.13 or 2.x, with or without libuv)
+
 
 def main():
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", init_method="env://",
-                            timeout=datetime.timedelta(seconds=60))
+    init_gloo_from_env(datetime.timedelta(seconds=60))
     if dist.get_rank() != rank or dist.get_world_size() != world:
         sys.exit(f"rank {rank}: process group says rank {dist.get_rank()} "
                  f"of {dist.get_world_size()}")

@@ -21,12 +21,12 @@ READY_DEADLINE_S = 30.0
 STOP_DEADLINE_S = 15.0
 
 
-def server_argv(kind, daemon_path=None, port_file=None):
-    """argv for a server of `kind`: "daemon" (needs daemon_path) or "torch"."""
+def server_argv(kind, daemon_path=None, port_file=None, host=HOST, port=0):
+    """argv for a server of `kind`: "daemon" (needs daemon_path; on host:port) or "torch"."""
     if kind == "daemon":
         if not daemon_path or not os.access(daemon_path, os.X_OK):
             raise SystemExit(f"ddp-rendezvous not found at {daemon_path!r}: pass --daemon PATH")
-        argv = [daemon_path, "--host", HOST, "--port", "0"]
+        argv = [daemon_path, "--host", host, "--port", str(port)]
         if port_file:
             argv += ["--port-file", port_file]
         return argv
@@ -42,13 +42,13 @@ class StoreServer:
     (SIGKILL and an AssertionError otherwise).
     """
 
-    def __init__(self, kind, daemon_path=None):
+    def __init__(self, kind, daemon_path=None, host=HOST, port=0):
         self.kind = kind
         self._tmp = tempfile.TemporaryDirectory(prefix="ddp-interop-")
         self._port_file = os.path.join(self._tmp.name, "port") if kind == "daemon" else None
-        self._argv = server_argv(kind, daemon_path, self._port_file)
+        self._argv = server_argv(kind, daemon_path, self._port_file, host, port)
         self.proc = None
-        self.host = HOST
+        self.host = host
         self.port = None
         self._drain = None
 

@@ -15,6 +15,9 @@ import unittest
 from raw_store import RawStore
 from store_server import HERE, StoreServer, add_server_args
 
+sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
+import torch_python  # noqa: E402
+
 ARGS = None
 WORLD = 2
 DEADLINE_S = 90
@@ -22,6 +25,7 @@ DEADLINE_S = 90
 
 class GlooAllReduceTest(unittest.TestCase):
     def test_two_ranks_all_reduce(self):
+        python = torch_python.worker_python(self)  # the ranks' PyTorch (DDP_TEST_TORCH)
         with StoreServer(ARGS.server, ARGS.daemon) as server:
             procs = []
             for rank in range(WORLD):
@@ -31,7 +35,7 @@ class GlooAllReduceTest(unittest.TestCase):
                            TORCHELASTIC_USE_AGENT_STORE="True",
                            TORCHELASTIC_RESTART_COUNT="0", OMP_NUM_THREADS="1")
                 procs.append(subprocess.Popen(
-                    [sys.executable, os.path.join(HERE, "gloo_worker.py")], env=env,
+                    [python, os.path.join(HERE, "gloo_worker.py")], env=env,
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                     text=True))
             deadline = time.monotonic() + DEADLINE_S
@@ -63,6 +67,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     add_server_args(parser)
     ARGS, rest = parser.parse_known_args()
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../testlib"))
     import testmain  # noqa: E402
     testmain.main([sys.argv[0]] + rest)

@@ -16,9 +16,9 @@ import multinode_case
 from multinode_case import HERE, MultiNodeCase
 import netns  # noqa: E402  (multinode_case put testlib on the path)
 from procs import wait_for  # noqa: E402
+import torch_python  # noqa: E402
 
 TORCH_WORKER = os.path.join(HERE, "torch_allreduce.py")
-PYTHON = "/usr/bin/python3"
 
 
 class RanksTest(MultiNodeCase):
@@ -175,7 +175,7 @@ class ElasticTest(MultiNodeCase):
 class TorchTest(MultiNodeCase):
     def test_gloo_allreduce_across_two_nodes(self):
         prog = [TORCH_WORKER]
-        env = {"DDPRUN_PYTHON": PYTHON}
+        env = {"DDPRUN_PYTHON": torch_python.worker_python(self)}
         a = self.start_host("a", self.A, 2, "ok", env_extra=env, program=prog)
         b = self.start("b", self.B, 2, "ok", env_extra=env, program=prog)
         self.assertEqual(a.wait(90), 0, a.stderr() + a.stdout())
@@ -188,7 +188,7 @@ class TorchTest(MultiNodeCase):
     def test_gloo_after_a_scale_up_restart_with_the_same_restart_count(self):
         # Round 2 reuses /worker/attempt_0: the store host serves it from a fresh store.
         prog = [TORCH_WORKER]
-        env = {"DDPRUN_PYTHON": PYTHON, "WAIT_BELOW": "4"}
+        env = {"DDPRUN_PYTHON": torch_python.worker_python(self), "WAIT_BELOW": "4"}
         conf = "last_call_timeout=0.1,keep_alive_interval=0.2,join_timeout=20"
         a = self.start_host("a", self.A, 2, "ok", nnodes="1:2", env_extra=env,
                             program=prog, conf=conf)

@@ -16,13 +16,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import netns  # noqa: E402
 from agents import AgentsCase, assert_usage_error  # noqa: E402
 from procs import free_port, wait_for  # noqa: E402
+import torch_python  # noqa: E402
 
 DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "static_worker.sh")
 TORCH_WORKER = os.path.join(HERE, "torch_allreduce.py")
 TORCH_RESTART_WORKER = os.path.join(HERE, "static_torch_restart.py")
-PYTHON = "/usr/bin/python3"
 CONF = "keep_alive_interval=0.2,join_timeout=20"
 MASTER = "127.0.0.2"
 
@@ -169,7 +169,7 @@ class StaticFailureTest(StaticCase):
 class StaticTorchTest(StaticCase):
     def test_gloo_allreduce_across_two_static_nodes(self):
         prog = [TORCH_WORKER]
-        env = {"DDPRUN_PYTHON": PYTHON}
+        env = {"DDPRUN_PYTHON": torch_python.worker_python(self)}
         b = self.start("b", 1, "127.0.0.3", 2, env_extra=env, program=prog)
         a = self.start("a", 0, "127.0.0.2", 2, env_extra=env, program=prog)
         self.assertEqual(a.wait(90), 0, a.stderr() + a.stdout())
@@ -182,7 +182,7 @@ class StaticTorchTest(StaticCase):
 
     def test_gloo_after_a_restart_on_the_same_static_store(self):
         prog = [TORCH_RESTART_WORKER]
-        env = {"DDPRUN_PYTHON": PYTHON}
+        env = {"DDPRUN_PYTHON": torch_python.worker_python(self)}
         extra = ["--max-restarts", "1"]
         a = self.start("a", 0, "127.0.0.2", 2, env_extra=env, program=prog, extra=extra)
         b = self.start("b", 1, "127.0.0.3", 2, env_extra=env, program=prog, extra=extra)

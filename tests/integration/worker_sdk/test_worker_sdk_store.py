@@ -12,6 +12,7 @@ import time
 
 import sdk_case
 from sdk_case import SdkCase, free_port, worker_env
+import torch_python  # noqa: E402  (sdk_case put testlib on the path)
 
 ARGS = None
 
@@ -37,8 +38,9 @@ class WorkerSdkTest(SdkCase):
         self.assertEqual(store.get("/worker/attempt_3/default_pg/store_based_barrier_key:1"), b"2")
 
     def test_python_and_cpp_ranks_share_one_job(self):
+        python = torch_python.worker_python(self)  # the Python rank's PyTorch (DDP_TEST_TORCH)
         store = self.agent_store(3)
-        py = self.start([sys.executable, ARGS.python_rank],
+        py = self.start([python, ARGS.python_rank],
                         worker_env(0, 3, store.port, agent_store=True))
         cpp = [self.start([ARGS.probe, "allreduce"], worker_env(r, 3, store.port, agent_store=True))
                for r in (1, 2)]
