@@ -175,7 +175,7 @@ class NetnsHangTest(Base):
             argv = hosts.exec_prefix(i) + [
                 DDPRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
                 "--rdzv-endpoint", "%s:%d" % (hosts.addrs[0], port), "--rdzv-id", "hang2",
-                "--rdzv-conf", "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=30",
+                "--rdzv-conf", "last_call_timeout=0.2,join_timeout=30",
                 "--local-addr", addr, "--hang-timeout", "3s", HANG]
             env = dict(self.env, HANG_RANK="1", HANG_STEP="5", GLOO_SOCKET_IFNAME=netns.IFNAME)
             p = OutputProcess(self.tmp.name, "node%d" % i, argv, env, timeout=90)
