@@ -53,8 +53,10 @@ class HangRestartTest(Base):
         with open(beats + "1") as f:
             step, last_beat = f.read().split()
         self.assertEqual(step, "4")
-        # Detected within the timeout + 1 s of rank 1's last beat (+ this test's 20 ms polling).
-        self.assertLess(detected - float(last_beat), 3.0 + 1.0 + 0.05)
+        # Detected at the timeout after rank 1's last beat, not at twice it; the margin is for a
+        # loaded machine (and this test's 20 ms polling).
+        self.assertGreaterEqual(detected - float(last_beat), 3.0 - 0.05)
+        self.assertLess(detected - float(last_beat), 3.0 + 2.5)
         self.assertEqual(p.wait(), 0, p.stderr())
         err = p.stderr()
         self.assertIn("rank 1 last beat at step 4", err)

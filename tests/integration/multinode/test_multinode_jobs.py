@@ -148,7 +148,7 @@ class ElasticTest(MultiNodeCase):
         a.proc.send_signal(signal.SIGKILL)
         a.wait()
         self.assertEqual(b.wait(), 1, b.stderr())
-        self.assertLess(time.monotonic() - start, 5)
+        self.assertLess(time.monotonic() - start, 15)  # generous: a loaded machine
         self.assertIn("lost the rendezvous daemon", b.stderr())
         stopped = [n for n in os.listdir(self.marks) if n.startswith("stopped.")]
         self.assertTrue(stopped, os.listdir(self.marks))  # b's workers were stopped by b
