@@ -55,11 +55,18 @@ void AgentMachine::on_round(const Round& round) {
   }
 }
 
-void AgentMachine::on_stop_workers(std::uint64_t round, const std::string& detail) {
+void AgentMachine::on_stop_workers(std::uint64_t round, const std::string& detail, bool for_hang) {
   if (state_ == State::kFinishing || state_ == State::kDone) return;
   spdlog::warn("round {}: stopping the workers: {}", round, detail);
   events().stop_requested(round, detail);
-  if (state_ == State::kRunning && round == round_) return stop_workers(SIGTERM);
+  if (state_ == State::kRunning && round == round_) {
+    // A worker elsewhere hung: this node's workers that stalled with it are reported hung too,
+    // so that the rendezvous picks the one that got least far, whichever node noticed first.
+    if (for_hang) {
+      if (auto report = workers_.judge_hang_elsewhere()) return on_workers_hung(*report);
+    }
+    return stop_workers(SIGTERM);
+  }
   if (state_ == State::kStopping && round == round_) return;  // answered once they exited
   // No group of that round runs here (it ended, or this node waits to join): answer now.
   if (answered_.insert(round).second) backend_.workers_stopped(round);
@@ -81,6 +88,9 @@ void AgentMachine::on_workers_done(const WorkersResult& result) {
 void AgentMachine::on_workers_hung(const HangReport& report) {
   if (state_ != State::kRunning) return;  // already stopping: the group ends anyway
   events().workers_hung(report);
+  // The abort ends the group (stacks first, which takes a while): a stop arriving meanwhile
+  // must not end it sooner, or the hung workers' failures would never be reported.
+  state_ = State::kStopping;
   workers_.abort_hung(report);
 }
 

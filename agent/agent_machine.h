@@ -21,8 +21,12 @@
 //   kRunning / kStopping + signal: the workers get the signal; once they exited the node
 //     leaves the job (which goes on without it): kDone with 128 + signal. A second SIGINT
 //     SIGKILLs the workers at once.
-//   kRunning + workers hung: the workers' stacks are taken and the group ends as failed (its
-//     end is reported like any failure); in other states a hang changes nothing.
+//   kRunning + workers hung: kStopping; the workers' stacks are taken and the group ends as
+//     failed (its end is reported like any failure; a stop meanwhile does not cut it short);
+//     in other states a hang changes nothing.
+//   kRunning + on_stop_workers for a worker hung elsewhere: this node's workers silent long
+//     enough to have stalled with it are judged hung (as above), so the rendezvous compares
+//     steps across nodes; without such workers, a plain stop.
 //   kRunning / kStopping + on_lost: workers stopped (SIGTERM, then the shutdown timeout), kDone
 //     with 1 (128 + signal when a signal came first).
 //
@@ -73,7 +77,7 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
 
   // RendezvousEvents
   void on_round(const Round& round) override;
-  void on_stop_workers(std::uint64_t round, const std::string& detail) override;
+  void on_stop_workers(std::uint64_t round, const std::string& detail, bool for_hang) override;
   void on_job_finished(const rendezvous::membership::JobFinished& finished) override;
   void on_lost(const Status& why) override;
   // WorkerEvents

@@ -258,7 +258,7 @@ void EtcdBackend::on_coordinator_change(const std::vector<etcd::WatchEvent>& eve
   if (running_round_ && !stop_told_) {
     stop_told_ = true;
     events_->on_stop_workers(*running_round_,
-                             "the node coordinating the job left; the job re-forms");
+                             "the node coordinating the job left; the job re-forms", false);
   }
   asio::co_spawn(io_, campaign(), asio::detached);
 }
@@ -292,7 +292,8 @@ void EtcdBackend::on_payload(const membership::Payload& payload) {
   if (auto* r = std::get_if<membership::RoundComplete>(&payload)) return on_round(*r);
   if (auto* s = std::get_if<membership::StopWorkers>(&payload)) {
     if (running_round_ && *running_round_ == s->round) stop_told_ = true;
-    return events_->on_stop_workers(s->round, s->detail);
+    return events_->on_stop_workers(s->round, s->detail,
+                                    s->first_failure && s->first_failure->hung);
   }
   if (auto* f = std::get_if<membership::JobFinished>(&payload)) {
     finished_ = true;
@@ -308,7 +309,7 @@ void EtcdBackend::on_round(const membership::RoundComplete& r) {
     held_round_ = r;
     if (!stop_told_) {
       stop_told_ = true;
-      events_->on_stop_workers(*running_round_, "the job re-formed");
+      events_->on_stop_workers(*running_round_, "the job re-formed", false);
     }
     return;
   }

@@ -31,6 +31,10 @@ std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& out
     f.rank = static_cast<std::uint32_t>(setup.group.global_rank_base + w.local_rank);
     f.exit_code = w.status.signal != 0 ? -w.status.signal : w.status.code;
     f.pid = w.pid;
+    if (w.hang && w.hang->silent) {
+      f.hung = true;
+      f.step = w.hang->step;
+    }
     f.time = rendezvous::membership::WallTime(
         std::chrono::microseconds(static_cast<std::int64_t>(record.failure_time() * 1e6)));
     if (record.error) {

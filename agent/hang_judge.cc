@@ -25,17 +25,28 @@ std::optional<HangJudge::Clock::time_point> HangJudge::next_deadline(
 
 std::vector<std::size_t> HangJudge::hung(const std::vector<WorkerProgress>& workers,
                                          Clock::time_point now) const {
-  std::vector<std::size_t> out;
   auto first = next_deadline(workers);
-  if (!first || *first > now) return out;
+  if (!first || *first > now) return {};
   // Once one worker is hung, the ones that went silent with it (their beats reached the agent
   // a moment later, e.g. read in the same batch) are judged together, so that the culprit is
   // chosen by step and not by the order the agent happened to read their channels in.
   const auto window =
       std::min<std::chrono::milliseconds>(std::chrono::seconds(1), limits_.timeout / 4);
+  return due_by(workers, now + window);
+}
+
+std::vector<std::size_t> HangJudge::hung_beside(const std::vector<WorkerProgress>& workers,
+                                                Clock::time_point now) const {
+  if (!enabled()) return {};
+  return due_by(workers, now + limits_.timeout / 2);
+}
+
+std::vector<std::size_t> HangJudge::due_by(const std::vector<WorkerProgress>& workers,
+                                           Clock::time_point until) const {
+  std::vector<std::size_t> out;
   for (std::size_t i = 0; i < workers.size(); ++i) {
     auto d = deadline_of(workers[i]);
-    if (d && *d <= now + window) out.push_back(i);
+    if (d && *d <= until) out.push_back(i);
   }
   auto key = [&](std::size_t i) {
     const WorkerProgress& w = workers[i];

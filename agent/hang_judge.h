@@ -3,7 +3,8 @@
 // `timeout` is hung; one that never beat is judged only when `first_beat_timeout` is set (then
 // from the group's start). The culprit among hung workers is the one that stalled first: the
 // lowest last step, then the earliest last beat, then the lowest rank. Workers whose deadline
-// comes within min(1 s, timeout / 4) of a hung one's are judged with it.
+// comes within min(1 s, timeout / 4) of a hung one's are judged with it. When a worker on
+// another node was judged hung, hung_beside() judges this node's workers against it.
 #pragma once
 
 #include <chrono>
@@ -39,6 +40,12 @@ class HangJudge {
   // Indices (into `workers`) of the hung workers at `now`, culprit first.
   std::vector<std::size_t> hung(const std::vector<WorkerProgress>& workers,
                                 Clock::time_point now) const;
+  // A worker elsewhere was judged hung (the job stops for it): indices of the workers hung
+  // with it at `now`, culprit first: those silent for at least half the timeout. One that
+  // stalled with it went silent about when it did (its node read the beats, or heard of the
+  // hang, a little earlier or later); one still beating is not hung. Empty when disabled.
+  std::vector<std::size_t> hung_beside(const std::vector<WorkerProgress>& workers,
+                                       Clock::time_point now) const;
   // "rank 3 last beat at step 41 (3.0 s ago); every other rank reached step 42" for hung worker
   // `index`, comparing with every worker of `workers` (this node's).
   static std::string describe(const std::vector<WorkerProgress>& workers, std::size_t index,
@@ -46,6 +53,9 @@ class HangJudge {
 
  private:
   std::optional<Clock::time_point> deadline_of(const WorkerProgress& w) const;
+  // The workers whose deadline is at or before `until`, culprit first.
+  std::vector<std::size_t> due_by(const std::vector<WorkerProgress>& workers,
+                                  Clock::time_point until) const;
 
   HangLimits limits_;
   Clock::time_point started_;

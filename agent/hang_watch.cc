@@ -62,10 +62,29 @@ void HangWatch::arm() {
 
 void HangWatch::check() {
   if (done_) return;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = HangJudge::Clock::now();
   auto hung = judge_->hung(progress_, now);
   if (hung.empty()) return arm();  // beats moved the deadlines on
+  HangReport hang = report(hung, now);
+  spdlog::error("hung worker(s): {}", hang.descriptions.front());
+  on_hung_(std::move(hang));
+}
+
+std::optional<HangReport> HangWatch::judge_beside_peer() {
+  if (done_ || !judge_) return std::nullopt;
+  const auto now = HangJudge::Clock::now();
+  auto hung = judge_->hung_beside(progress_, now);
+  if (hung.empty()) return std::nullopt;
+  HangReport hang = report(hung, now);
+  spdlog::error("hung worker(s) beside the one hung on another node: {}",
+                hang.descriptions.front());
+  return hang;
+}
+
+HangReport HangWatch::report(const std::vector<std::size_t>& hung,
+                             HangJudge::Clock::time_point now) {
   done_ = true;
+  timer_.cancel();
   HangReport report;
   report.kind = HangReport::Kind::kSilent;
   for (std::size_t i : hung) {
@@ -76,9 +95,9 @@ void HangWatch::check() {
     const bool culprit = report.local_ranks.size() == 1;
     report.stalled.push_back(culprit && progress_[i].beats > 0 ? progress_[i].last_beat_wall
                                                                : std::chrono::system_clock::now());
+    report.steps.push_back(progress_[i].step);
   }
-  spdlog::error("hung worker(s): {}", report.descriptions.front());
-  on_hung_(std::move(report));
+  return report;
 }
 
 }  // namespace ddp::agent

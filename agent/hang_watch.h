@@ -34,12 +34,18 @@ class HangWatch {
   void start();
   // The group ended: no more reports.
   void stop();
+  // A worker on another node was judged hung: this group's workers hung beside it
+  // (HangJudge::hung_beside), reported here instead of through on_hung; afterwards no more
+  // reports. nullopt when none is, or when a report was made already.
+  std::optional<HangReport> judge_beside_peer();
   const std::vector<WorkerProgress>& progress() const { return progress_; }
 
  private:
   void on_beat(int local_rank, const Beat& beat);
   void arm();
   void check();
+  // The report of `hung` (culprit first) at `now`; no more reports after it.
+  HangReport report(const std::vector<std::size_t>& hung, HangJudge::Clock::time_point now);
 
   boost::asio::io_context& io_;
   HangLimits limits_;

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
-#include <tuple>
 
 #include "rendezvous/membership/job.h"
 
@@ -65,10 +64,7 @@ void LocalBackend::report_failure(std::uint64_t, std::vector<membership::Failure
     spdlog::info("restarting the worker group (restart {} of {})", restart_count_, max_restarts_);
     return start_round();
   }
-  std::optional<membership::Failure> root;
-  for (const auto& f : failures) {
-    if (!root || std::tie(f.time, f.rank) < std::tie(root->time, root->rank)) root = f;
-  }
+  const std::optional<membership::Failure> root = membership::root_cause_of(failures);
   finish({membership::failure_exit_code(root), {}, root});
 }
 

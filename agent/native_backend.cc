@@ -127,7 +127,8 @@ void NativeBackend::on_event(const membership::Payload& payload) {
   }
   if (auto* r = std::get_if<membership::RoundComplete>(&payload)) return on_round(*r);
   if (auto* s = std::get_if<membership::StopWorkers>(&payload)) {
-    return events_->on_stop_workers(s->round, s->detail);
+    return events_->on_stop_workers(s->round, s->detail,
+                                    s->first_failure && s->first_failure->hung);
   }
   if (auto* f = std::get_if<membership::JobFinished>(&payload)) {
     finished_ = true;

@@ -11,6 +11,8 @@
 //     on_stop_workers(s)   the job stops round s.round on every node (a worker failed on some
 //                          node, a node was lost, a node arrived): stop the local workers, then
 //                          report. Any number of times per round; duplicates are harmless.
+//                          `for_hang`: the earliest failure known is a worker judged hung
+//                          (its Failure::hung), so this node's silent workers may be too.
 //     on_job_finished(f)   the job is over for every node, with one exit code and root cause.
 //                          Delivered at most once; nothing but on_lost may follow.
 //     on_lost(why)         this node is out of the job for good: the rendezvous refused it,
@@ -85,7 +87,7 @@ class RendezvousEvents {
  public:
   virtual ~RendezvousEvents() = default;
   virtual void on_round(const Round& round) = 0;
-  virtual void on_stop_workers(std::uint64_t round, const std::string& detail) = 0;
+  virtual void on_stop_workers(std::uint64_t round, const std::string& detail, bool for_hang) = 0;
   virtual void on_job_finished(const rendezvous::membership::JobFinished& finished) = 0;
   virtual void on_lost(const Status& why) = 0;
 };

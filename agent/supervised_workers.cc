@@ -179,6 +179,11 @@ void SupervisedWorkers::abort_hung(const HangReport& report) {
   });
 }
 
+std::optional<HangReport> SupervisedWorkers::judge_hang_elsewhere() {
+  if (!live()) return std::nullopt;
+  return watch_.judge_beside_peer();
+}
+
 void SupervisedWorkers::act_on_hang(const HangReport& report, std::vector<CapturedStack> stacks) {
   Supervisor& group = *groups_.back();
   std::map<int, std::string> stack_of;
@@ -204,6 +209,8 @@ void SupervisedWorkers::act_on_hang(const HangReport& report, std::vector<Captur
     note.since = i < report.stalled.size() ? report.stalled[i] : std::chrono::system_clock::now();
     if (report.kind == HangReport::Kind::kSilent) {
       note.exit_code = kHangExitCode;
+      note.silent = true;
+      if (i < report.steps.size()) note.step = report.steps[i];
       group.mark_hung(r, std::move(note));
       launcher_.signal_group(r, SIGKILL);
       continue;

@@ -41,6 +41,7 @@ class SupervisedWorkers final : public Workers, private proc::ProcessObserver {
   void stop(int signal) override;
   void kill_now() override;
   void abort_hung(const HangReport& report) override;
+  std::optional<HangReport> judge_hang_elsewhere() override;
 
  private:
   // proc::ProcessObserver: workers (ids = local ranks) and debugger runs (ids >= kToolIds).

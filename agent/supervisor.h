@@ -19,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,7 +36,9 @@ struct HangNote {
   std::string summary;     // "hung: rank 1 last beat at step 4 (3.0 s ago); ..."
   std::string stack_head;  // the first lines of its stack
   std::chrono::system_clock::time_point since;  // when it stalled: its failure time
-  std::optional<int> exit_code;  // reported instead of how it died (124 for a silent worker)
+  std::optional<int> exit_code;      // reported instead of how it died (124 for a silent worker)
+  bool silent = false;               // judged by its heartbeats (not by torchrun's file timer)
+  std::optional<std::int64_t> step;  // silent: the last step it beat
 };
 
 struct WorkerFailure {

@@ -132,6 +132,10 @@ void WorkerWatch::group_started() {
   if (watch_) watch_->start();
 }
 
+std::optional<HangReport> WorkerWatch::judge_beside_peer() {
+  return watch_ ? watch_->judge_beside_peer() : std::nullopt;
+}
+
 void WorkerWatch::end_group() {
   if (watch_) watch_->stop();
   if (timer_server_) timer_server_->clear_all();

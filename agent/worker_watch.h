@@ -53,6 +53,8 @@ class WorkerWatch {
   // The group's workers have started / the group ended.
   void group_started();
   void end_group();
+  // A worker on another node was judged hung: HangWatch::judge_beside_peer of this group.
+  std::optional<HangReport> judge_beside_peer();
   // Takes the stacks of `targets` (workers of the current group).
   void capture(std::vector<StackTarget> targets,
                std::function<void(std::vector<CapturedStack>)> done);

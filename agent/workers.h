@@ -14,6 +14,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,7 @@ struct HangReport {
   std::vector<int> local_ranks;
   std::vector<std::string> descriptions;
   std::vector<std::chrono::system_clock::time_point> stalled;  // when each stalled (or expiry)
+  std::vector<std::optional<std::int64_t>> steps;              // kSilent: the last step each beat
   // kTimer: the process the expired timer names (a worker or one of its descendants), its
   // scope and the signal it asked for.
   pid_t pid = 0;
@@ -70,6 +73,12 @@ class Workers {
   // killed (SIGKILL, or the timer's signal) and their failures carry the report; the rest
   // stop as for any failure. on_workers_done follows.
   virtual void abort_hung(const HangReport& report) = 0;
+  // A worker on another node was judged hung and the job stops the round: this group's workers
+  // silent for long enough to have stalled with it (hang_judge.h, hung_beside) are judged hung
+  // too, so that the rendezvous compares how far each got (the culprit is the lowest step, not
+  // the node that noticed first). Their report for abort_hung, or nullopt: none, no hang
+  // detection, no group running, or this group was judged already. Reports nothing itself.
+  virtual std::optional<HangReport> judge_hang_elsewhere() = 0;
 };
 
 }  // namespace ddp::agent

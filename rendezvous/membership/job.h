@@ -151,7 +151,7 @@ class Job {
   void mark_stopped(Member& m);
   void maybe_finish_stop(Events& out);
   void finish(bool success, std::string reason, bool notify, Events& out);
-  std::optional<Failure> earliest_failure() const;
+  std::optional<Failure> earliest_failure() const;  // root_cause_of(failures_)
   std::string describe(const Member& m) const;
   // Calls f(id, member) for every present participant, in group-rank order.
   template <typename F>
@@ -216,5 +216,11 @@ void Job::for_each_participant(F&& f) {
 // The exit code of a failed job: the root cause's code when it is 1..255, 128 + signal for a
 // signal death, else 1.
 std::int32_t failure_exit_code(const std::optional<Failure>& root_cause);
+
+// The root cause among one round's failures (any order in, the same answer out): the hung
+// worker that stalled first (the lowest step, none counting lowest; then the earliest last
+// beat; then the lowest rank) stands for every hung one; it and the other failures compete
+// by time, then rank. nullopt when `failures` is empty.
+std::optional<Failure> root_cause_of(const std::vector<Failure>& failures);
 
 }  // namespace ddp::rendezvous::membership

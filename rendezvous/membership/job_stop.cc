@@ -26,14 +26,31 @@ std::int32_t failure_exit_code(const std::optional<Failure>& root_cause) {
   return 1;
 }
 
-std::optional<Failure> Job::earliest_failure() const {
+std::optional<Failure> root_cause_of(const std::vector<Failure>& failures) {
+  const Failure* first_hung = nullptr;
   const Failure* best = nullptr;
-  for (const Failure& f : failures_) {
-    ++visits_;
-    if (!best || std::tie(f.time, f.rank) < std::tie(best->time, best->rank)) best = &f;
+  auto stalled_before = [](const Failure& a, const Failure& b) {
+    return std::make_tuple(a.step.value_or(-1), a.time, a.rank) <
+           std::make_tuple(b.step.value_or(-1), b.time, b.rank);
+  };
+  for (const Failure& f : failures) {
+    if (f.hung) {
+      if (!first_hung || stalled_before(f, *first_hung)) first_hung = &f;
+    } else if (!best || std::tie(f.time, f.rank) < std::tie(best->time, best->rank)) {
+      best = &f;
+    }
+  }
+  if (first_hung &&
+      (!best || std::tie(first_hung->time, first_hung->rank) < std::tie(best->time, best->rank))) {
+    best = first_hung;
   }
   if (!best) return std::nullopt;
   return *best;
+}
+
+std::optional<Failure> Job::earliest_failure() const {
+  visits_ += failures_.size();
+  return root_cause_of(failures_);
 }
 
 void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures,

@@ -31,6 +31,11 @@ struct NodeInfo {
 
 // One worker failure. node_key and group_rank are filled in by the daemon from the
 // reporting node; agents may leave them empty.
+//
+// A worker its agent judged hung by its silence (docs/hangs.md) has `hung` set; its time is
+// its last beat, and `step` the last step its beats carried (none: it never beat, or beat
+// without steps). Hung workers are ordered among themselves by step first (root_cause_of):
+// when each agent read its workers' beats depends on scheduling, how far they got does not.
 struct Failure {
   std::string node_key;
   std::uint32_t group_rank = 0;
@@ -41,6 +46,8 @@ struct Failure {
   WallTime time{};
   std::string error_file;
   std::string message;  // "<type>: <text>" plus traceback, from the error file if any
+  bool hung = false;
+  std::optional<std::int64_t> step;  // hung: the last step it beat
   bool operator==(const Failure&) const = default;
 };
 

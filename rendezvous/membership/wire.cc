@@ -19,6 +19,8 @@ void put_failure(std::string& out, const Failure& f) {
   put<std::int64_t>(out, f.time.time_since_epoch().count());
   put_str(out, f.error_file);
   put_str(out, f.message);
+  put<std::uint8_t>(out, !f.hung ? 0 : f.step ? 2 : 1);
+  put<std::int64_t>(out, f.hung ? f.step.value_or(0) : 0);
 }
 
 bool Reader::get_bool(const char* what) {
@@ -69,6 +71,12 @@ Failure Reader::failure() {
   f.time = WallTime(std::chrono::microseconds(get<std::int64_t>()));
   f.error_file = text("error_file");
   f.message = text("failure message");
+  const auto hang = get<std::uint8_t>();
+  const auto step = get<std::int64_t>();
+  if (hang > 2) fail("failure hang flag is " + std::to_string(hang) + "; expected 0, 1 or 2");
+  if (hang != 2 && step != 0) fail("failure step " + std::to_string(step) + " without a step");
+  f.hung = hang != 0;
+  if (hang == 2) f.step = step;
   return f;
 }
 

@@ -40,7 +40,8 @@
 //                                    i64 join_timeout_left, i64 last_call_left (-1: none)
 //
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
-//              i64 pid, i64 time, error_file str, message str
+//              i64 pid, i64 time, error_file str, message str,
+//              u8 hang (0 not hung, 1 hung, 2 hung with a step), i64 step (0 unless 2)
 //
 // Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR); every other push
 // comes whenever the job changes. TCPStore queries may share the connection: once it has sent a

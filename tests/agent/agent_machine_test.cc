@@ -123,10 +123,10 @@ TEST_CASE("a failure pushed from another node stops the workers and ends like th
           "[machine]") {
   Harness h;
   h.machine.on_round(Harness::round(1));
-  h.machine.on_stop_workers(1, "worker rank 5 on node b failed");
+  h.machine.on_stop_workers(1, "worker rank 5 on node b failed", false);
   CHECK(h.machine.state() == State::kStopping);
   CHECK(h.log.back() == "stop workers 15");
-  h.machine.on_stop_workers(1, "again");  // duplicates are harmless
+  h.machine.on_stop_workers(1, "again", false);  // duplicates are harmless
   CHECK(h.log.back() == "stop workers 15");
   h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
   CHECK(h.log.back() == "stopped 1");
@@ -138,9 +138,9 @@ TEST_CASE("a failure pushed from another node stops the workers and ends like th
 TEST_CASE("a lost node: stop, answer once, run the smaller round (scale-down)", "[machine]") {
   Harness h;
   h.machine.on_round(Harness::round(1, 4));
-  h.machine.on_stop_workers(1, "node c (group rank 1) left");
+  h.machine.on_stop_workers(1, "node c (group rank 1) left", false);
   h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
-  h.machine.on_stop_workers(1, "late duplicate");  // answered already: no second answer
+  h.machine.on_stop_workers(1, "late duplicate", false);  // answered already: no second answer
   h.machine.on_round(Harness::round(2, 2));
   CHECK(h.since(1) == Log{"start round 1 world 4 restart 0", "stop workers 15", "stopped 1",
                           "start round 2 world 2 restart 0"});
@@ -151,7 +151,7 @@ TEST_CASE("an arriving node: the running round stops and a larger one starts (sc
           "[machine]") {
   Harness h;
   h.machine.on_round(Harness::round(1, 2));
-  h.machine.on_stop_workers(1, "node d joined");
+  h.machine.on_stop_workers(1, "node d joined", false);
   h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
   h.machine.on_round(Harness::round(2, 4));
   CHECK(h.workers.started.back().world_size == 4);
@@ -160,7 +160,7 @@ TEST_CASE("an arriving node: the running round stops and a larger one starts (sc
 
 TEST_CASE("a node waiting to join answers a stop of a round it is not in", "[machine]") {
   Harness h;
-  h.machine.on_stop_workers(3, "node e joined");
+  h.machine.on_stop_workers(3, "node e joined", false);
   CHECK(h.log.back() == "stopped 3");
   CHECK(h.machine.state() == State::kJoining);
   h.machine.on_round(Harness::round(4));
@@ -255,9 +255,49 @@ TEST_CASE("hung workers while running: stacks and a failure, while stopping: not
   h.workers.done(Outcome::Kind::kFailed, 0, 1);
   CHECK(h.log.back() == "failure 1 x1");
   h.machine.on_round(Harness::round(2, 4, 1));
-  h.machine.on_stop_workers(2, "node b failed");
+  h.machine.on_stop_workers(2, "node b failed", false);
   h.workers.hung(report);  // the group is stopping anyway
   CHECK(h.log.back() == "stop workers 15");
+}
+
+TEST_CASE("a stop while the hung group's stacks are taken does not cut the abort short",
+          "[machine]") {
+  // Seen under load: this node's hang watch fired first, but another node's report arrived
+  // while the stacks were taken; the stop's SIGTERM ended the group as stopped, and the rank
+  // that stalled first was never reported (the other node's rank became the root cause).
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  HangReport report;
+  report.local_ranks = {0};
+  h.workers.hung(report);
+  CHECK(h.log.back() == "abort hung 1");
+  h.machine.on_stop_workers(1, "worker rank 0 on node a failed with exit code 124", true);
+  CHECK(h.log.back() == "abort hung 1");  // no SIGTERM, no second judgement
+  h.workers.done(Outcome::Kind::kFailed, 0, 1);
+  CHECK(h.log.back() == "failure 1 x1");
+}
+
+TEST_CASE("a stop for a worker hung elsewhere judges this node's silent workers", "[machine]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  HangReport report;
+  report.local_ranks = {1, 0};
+  h.workers.hung_beside_peer = report;
+  h.machine.on_stop_workers(1, "worker rank 0 on node a failed with exit code 124", true);
+  CHECK(h.log.back() == "abort hung 2");
+  CHECK(h.machine.state() == State::kStopping);
+  h.workers.done(Outcome::Kind::kFailed, 0, 2);
+  CHECK(h.log.back() == "failure 1 x2");
+  // Nobody silent here: a plain stop. A stop for another cause asks no judgement.
+  h.machine.on_round(Harness::round(2, 4, 1));
+  h.machine.on_stop_workers(2, "worker rank 0 on node a failed with exit code 124", true);
+  CHECK(h.log.back() == "stop workers 15");
+  h.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
+  CHECK(h.log.back() == "stopped 2");
+  h.machine.on_round(Harness::round(3, 4, 2));
+  h.machine.on_stop_workers(3, "node b left", false);
+  CHECK(h.log.back() == "stop workers 15");
+  CHECK(std::count(h.log.begin(), h.log.end(), "judge hang elsewhere") == 2);
 }
 
 TEST_CASE("a round arriving while workers run is ignored", "[machine]") {

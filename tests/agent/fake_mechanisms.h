@@ -6,7 +6,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/clock.h"
@@ -68,7 +70,13 @@ class FakeWorkers final : public Workers {
   void abort_hung(const HangReport& report) override {
     log_.push_back("abort hung " + std::to_string(report.local_ranks.size()));
   }
+  std::optional<HangReport> judge_hang_elsewhere() override {
+    log_.push_back("judge hang elsewhere");
+    return std::exchange(hung_beside_peer, std::nullopt);
+  }
   void hung(const HangReport& report) { events_->on_workers_hung(report); }
+  // What judge_hang_elsewhere() answers next (once).
+  std::optional<HangReport> hung_beside_peer;
 
   // The test's side: the group ended.
   void done(Outcome::Kind kind, int signal = 0, int failures = 0) {

@@ -85,6 +85,25 @@ TEST_CASE("the culprit is the lower step even when its beat was read last", "[ha
   CHECK(judge.hung(w, t0 + 4s) == std::vector<std::size_t>{1, 0});
 }
 
+TEST_CASE("beside a worker hung elsewhere, the workers silent for half the timeout are hung",
+          "[hang]") {
+  const auto t0 = Clock::now();
+  HangJudge judge({4s, std::nullopt}, t0);
+  // Rank 3 stalled after step 4 (its node read that beat at t0); rank 2 still beats. The other
+  // node's agent noticed its own rank first and the stop arrives here 3.5 s after t0: before
+  // this node's own deadline (t0 + 4 s), so hung() judges nobody yet.
+  std::vector<WorkerProgress> w{beat_at(2, 5, t0 + 3400ms), beat_at(3, 4, t0)};
+  CHECK(judge.hung(w, t0 + 3500ms).empty());
+  CHECK(judge.hung_beside(w, t0 + 3500ms) == std::vector<std::size_t>{1});
+  // Silent for less than half the timeout: not judged.
+  CHECK(judge.hung_beside(w, t0 + 1900ms).empty());
+  // Both silent long enough: the lower step first.
+  w[0] = beat_at(2, 5, t0 - 1s);
+  CHECK(judge.hung_beside(w, t0 + 3500ms) == std::vector<std::size_t>{1, 0});
+  HangJudge off({0ms, std::nullopt}, t0);
+  CHECK(off.hung_beside(w, t0 + 60s).empty());
+}
+
 TEST_CASE("the first-beat limit judges workers that never beat", "[hang]") {
   const auto t0 = Clock::now();
   HangJudge judge({3s, 10s}, t0);

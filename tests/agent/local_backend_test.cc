@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 
 struct Recorder final : RendezvousEvents {
   void on_round(const Round& r) override { rounds.push_back(r); }
-  void on_stop_workers(std::uint64_t, const std::string&) override { ++stops; }
+  void on_stop_workers(std::uint64_t, const std::string&, bool) override { ++stops; }
   void on_job_finished(const membership::JobFinished& f) override { finished.push_back(f); }
   void on_lost(const Status& s) override { lost.push_back(s); }
   std::vector<Round> rounds;

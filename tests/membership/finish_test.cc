@@ -97,6 +97,49 @@ TEST_CASE("requests after the end are ignored", "[finish]") {
   CHECK(h.job().exit_code() == 0);
 }
 
+// A worker judged hung by its agent: failure time = its last beat as that agent read it.
+Failure hung(std::uint32_t rank, std::optional<std::int64_t> step, std::int64_t last_beat_us) {
+  Failure f = failure(rank, 124, last_beat_us);
+  f.hung = true;
+  f.step = step;
+  return f;
+}
+
+TEST_CASE("the root cause among hung workers is the lowest step, whatever the read order",
+          "[finish]") {
+  // Node b's rank 1 stalled at step 4; node a's rank 0 beat step 5, then blocked in the
+  // collective waiting for it. Node b's agent, starved, read rank 1's last beat after node a's
+  // agent read rank 0's (seen under load: rank 0 was blamed).
+  const Failure stalled = hung(1, 4, 2'000'050);
+  const Failure waiting = hung(0, 5, 2'000'000);
+  CHECK(root_cause_of({waiting, stalled})->rank == 1);
+  CHECK(root_cause_of({stalled, waiting})->rank == 1);
+  // Same step: the earlier last beat; then the lower rank. No step (never beat one) first.
+  CHECK(root_cause_of({hung(3, 4, 9), hung(2, 4, 10)})->rank == 3);
+  CHECK(root_cause_of({hung(3, 4, 10), hung(2, 4, 10)})->rank == 2);
+  CHECK(root_cause_of({hung(3, 4, 1), hung(2, std::nullopt, 10)})->rank == 2);
+  // A crash competes with the first hung worker by time.
+  CHECK(root_cause_of({waiting, stalled, failure(7, 1, 1'000'000)})->rank == 7);
+  CHECK(root_cause_of({waiting, stalled, failure(7, 1, 3'000'000)})->rank == 1);
+  CHECK_FALSE(root_cause_of({}));
+}
+
+TEST_CASE("the job's root cause is the hung worker that got least far, as every node is told",
+          "[finish]") {
+  Harness h;
+  h.config.max_restarts = 0;
+  start(h, 2);
+  // Node 1 noticed first (its worker at step 5); node 2 judged its silent worker at the stop.
+  h.send(1, ReportFailure{1, {hung(0, 5, 2'000'000)}});
+  const Events e = h.send(2, ReportFailure{1, {hung(1, 4, 2'000'050)}});
+  for (NodeId id : {1, 2}) {
+    const auto finished = only_for<JobFinished>(e, id);
+    REQUIRE(finished.root_cause);
+    CHECK(finished.root_cause->rank == 1);
+    CHECK(finished.exit_code == 124);
+  }
+}
+
 TEST_CASE("the failed job's exit code follows the root cause", "[finish]") {
   auto code = [](std::int32_t exit_code) { return failure_exit_code(failure(0, exit_code, 1)); };
   CHECK(code(3) == 3);

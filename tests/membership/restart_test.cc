@@ -116,6 +116,42 @@ TEST_CASE("a node removed for missed heartbeats is told at once, its late report
   CHECK(h.job().state() == Job::State::kRunning);
 }
 
+TEST_CASE("a survivor re-formed alone after a partition keeps its place while it beats",
+          "[restart]") {
+  // The fault campaign's case (issue 31): --nnodes 1:2, a 1 s budget (0.25 s x 4), the other
+  // node's link cut 0.25 s after the start; the survivor was later removed for missed
+  // heartbeats while healthy. Its deadline must run from its own last message in every round.
+  Harness h;
+  h.config.min_nodes = 1;
+  h.config.max_nodes = 2;
+  h.config.keep_alive_interval = 250ms;
+  h.config.keep_alive_max_attempt = 4;
+  start(h, 2);
+  h.run_for(250ms);
+  h.heartbeat(1);
+  h.heartbeat(2);  // node 2's last word: its link is cut now
+  Events e;
+  for (int i = 0; i < 5; ++i) {
+    Events tick = h.run_for(250ms);
+    e.insert(e.end(), tick.begin(), tick.end());
+    h.heartbeat(1);
+  }
+  CHECK(only_for<StopWorkers>(e, 1).reason == StopReason::kNodeLost);
+  CHECK_FALSE(h.job().has_node(2));
+  // Node 1 stops its workers (taking 0.9 s) and re-forms alone, in round 2.
+  h.run_for(900ms);
+  CHECK(only_for<RoundComplete>(h.send(1, WorkersStopped{1}), 1).group_world_size == 1);
+  // It beats at its interval, sometimes late by most of the budget: never removed.
+  for (int i = 0; i < 400; ++i) {
+    CHECK(h.run_for(i % 10 == 9 ? 990ms : 250ms).empty());
+    h.heartbeat(1);
+  }
+  CHECK(h.close(2).empty());  // the link comes back and node 2's connection closes
+  CHECK(h.run_for(990ms).empty());
+  CHECK(h.job().has_node(1));
+  CHECK(h.job().state() == Job::State::kRunning);
+}
+
 TEST_CASE("elastic scale-down re-forms without a restart, departures past MAX count", "[restart]") {
   Harness h;
   h.config.min_nodes = 1;

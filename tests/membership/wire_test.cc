@@ -24,6 +24,15 @@ Failure sample_failure() {
   return f;
 }
 
+// A worker its agent judged hung: with its last step, or without (it never beat a step).
+Failure hung_failure(std::optional<std::int64_t> step) {
+  Failure f = sample_failure();
+  f.exit_code = 124;
+  f.hung = true;
+  f.step = step;
+  return f;
+}
+
 std::vector<Request> sample_requests() {
   Config c;
   c.min_nodes = 2;
@@ -41,6 +50,7 @@ std::vector<Request> sample_requests() {
           Heartbeat{},
           ReportFailure{3, {sample_failure(), Failure{}}},
           ReportFailure{4, {}},
+          ReportFailure{4, {hung_failure(41), hung_failure(std::nullopt), hung_failure(-7)}},
           WorkersStopped{5},
           ReportSuccess{6},
           Leave{"SIGTERM"},
@@ -52,6 +62,7 @@ std::vector<Payload> sample_pushes() {
           RoundComplete{2, 1, 3, 4, 8, 24, 32, "10.1.2.3", 29500},
           StopWorkers{2, StopReason::kNodeLost, "node host-c left", std::nullopt},
           StopWorkers{2, StopReason::kWorkerFailed, "rank 7 failed", sample_failure()},
+          StopWorkers{2, StopReason::kWorkerFailed, "rank 7 hung", hung_failure(4)},
           JobFinished{137, "failed: rank 7", sample_failure()},
           JobFinished{0, "every worker exited 0", std::nullopt},
           ErrorEvent{ErrorCode::kTimeout, "timed out"},

@@ -86,7 +86,7 @@ class EventLogC10dTest(PairBase):
     def test_both_nodes_log_the_failure_restart_and_finish(self):
         endpoint = "127.0.0.1:%d" % free_port()
         rdzv = ["--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-conf",
-                "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"]
+                "last_call_timeout=0.2,join_timeout=20"]
         a = self.start("a", self.A, rdzv)
         self.wait_hosting(a)
         self.start("b", self.B, rdzv)

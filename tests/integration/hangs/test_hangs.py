@@ -55,8 +55,10 @@ class HangRestartTest(Base):
         with open(beats + "1") as f:
             step, last_beat = f.read().split()
         self.assertEqual(step, "4")
-        # Detected within the timeout + 1 s of rank 1's last beat (+ this test's 20 ms polling).
-        self.assertLess(detected - float(last_beat), 3.0 + 1.0 + 0.05)
+        # Detected at the timeout after rank 1's last beat, not at twice it; the margin is for a
+        # loaded machine (and this test's 20 ms polling).
+        self.assertGreaterEqual(detected - float(last_beat), 3.0 - 0.05)
+        self.assertLess(detected - float(last_beat), 3.0 + 2.5)
         self.assertEqual(p.wait(), 0, p.stderr())
         err = p.stderr()
         self.assertIn("rank 1 last beat at step 4", err)
@@ -180,7 +182,7 @@ class NetnsHangTest(Base):
             argv = hosts.exec_prefix(i) + [
                 DDPRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
                 "--rdzv-endpoint", "%s:%d" % (hosts.addrs[0], port), "--rdzv-id", "hang2",
-                "--rdzv-conf", "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=30",
+                "--rdzv-conf", "last_call_timeout=0.2,join_timeout=30",
                 "--local-addr", addr, "--hang-timeout", "3s", HANG]
             env = dict(self.env, HANG_RANK="1", HANG_STEP="5", GLOO_SOCKET_IFNAME=netns.IFNAME)
             p = OutputProcess(self.tmp.name, "node%d" % i, argv, env, timeout=90)

@@ -18,7 +18,7 @@ DDPRUN = None
 DAEMON = None  # ddp-rendezvous, for StandaloneTest
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "worker.sh")
-FAST_CONF = "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"
+FAST_CONF = "last_call_timeout=0.2,join_timeout=20"
 
 
 class MultiNodeCase(AgentsCase):

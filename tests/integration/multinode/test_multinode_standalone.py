@@ -52,7 +52,9 @@ class StandaloneTest(MultiNodeCase):
         # it and the elastic 1:2 job re-forms on a alone without using a restart; when b
         # wakes it reads why it was removed, stops its workers and exits 1 (never waits on).
         self.start_daemon(multinode_case.DAEMON)
-        conf = "last_call_timeout=30,keep_alive_interval=0.2,join_timeout=20,is_host=false"
+        # A 2 s budget: b's freeze outlasts it, and the healthy a meets it on a loaded machine.
+        conf = ("last_call_timeout=30,keep_alive_interval=0.25,keep_alive_max_attempt=8,"
+                "join_timeout=20,is_host=false")
         env = {"SMALL": "1"}
         a = self.start("a", self.A, 1, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
         b = self.start("b", self.B, 1, "wait_big", nnodes="1:2", env_extra=env, conf=conf)

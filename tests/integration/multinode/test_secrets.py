@@ -38,7 +38,8 @@ def join_bytes(run_id, key="intruder", addr="127.0.0.9"):
 
 
 def failure_bytes(round_=1):
-    f = (s(b"") + struct.pack("<IIIiqq", 0, 0, 0, 9, 1, 0) + s(b"") + s(b"forged failure"))
+    f = (s(b"") + struct.pack("<IIIiqq", 0, 0, 0, 9, 1, 0) + s(b"") + s(b"forged failure") +
+         struct.pack("<Bq", 0, 0))  # not hung, no step
     return b"\x82" + struct.pack("<QQ", round_, 1) + f
 
 

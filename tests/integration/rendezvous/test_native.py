@@ -113,14 +113,14 @@ class NativeRendezvous(unittest.TestCase):
         self.assertEqual(b.expect("store_reply")["value"], "v1")
 
     def test_elastic_one_to_two_completes_at_max_before_the_last_call(self):
-        args = ("--min", 1, "--max", 2, "--last-call-ms", 5000)
+        args = ("--min", 1, "--max", 2, "--last-call-ms", 30000)
         a = self.probe("elastic", "a", *args)
         a.expect("joined")
-        t0 = time.monotonic()  # the last call would fire ~5 s from here
+        t0 = time.monotonic()  # the last call would fire ~30 s from here
         b = self.probe("elastic", "b", *args)
         b.expect("joined")
-        ra, rb = a.expect("round_complete", 5), b.expect("round_complete", 5)
-        self.assertLess(time.monotonic() - t0, 4.5)  # MAX reached: no wait for the last call
+        ra, rb = a.expect("round_complete", 20), b.expect("round_complete", 20)
+        self.assertLess(time.monotonic() - t0, 20)  # MAX reached: no wait for the last call
         self.assertEqual((ra["group_world_size"], rb["group_world_size"]), (2, 2))
         self.assertEqual((ra["group_rank"], rb["group_rank"]), (0, 1))
         c = self.probe("elastic", "c", *args)
@@ -134,7 +134,7 @@ class NativeRendezvous(unittest.TestCase):
         waited = time.monotonic() - t0
         self.assertEqual(r["group_world_size"], 1)
         self.assertGreater(waited, 0.4)
-        self.assertLess(waited, 3.0)
+        self.assertLess(waited, 10.0)  # generous: a loaded machine; the 30 s default is far
 
     def test_join_timeout_below_min_is_pushed_as_an_error(self):
         a = self.probe("lonely", "a", "--min", 2, "--max", 2, "--join-timeout-ms", 500)
@@ -145,16 +145,17 @@ class NativeRendezvous(unittest.TestCase):
         self.assertGreater(time.monotonic() - t0, 0.3)  # the daemon's timer, not at once
 
     def test_closed_connection_is_reported_at_once(self):
-        a, b = self.pair()
+        # A 30 s heartbeat budget: only the closed connection can explain a stop within 10 s.
+        a, b = self.pair(extra=("--keep-alive-ms", 10000))
         a.expect("round_complete")
         b.expect("round_complete")
         t0 = time.monotonic()
         b.proc.kill()  # SIGKILL: the kernel closes its socket
-        stop = a.expect("stop_workers", 2)
+        stop = a.expect("stop_workers", 10)
         latency = time.monotonic() - t0
         self.assertEqual(stop["reason"], 2)  # node lost
         self.assertIn("b", stop["detail"])
-        self.assertLess(latency, 1.0)
+        self.assertLess(latency, 10.0)  # how fast: bench/rendezvous
         print(f"\nclosed connection -> stop_workers: {latency * 1000:.1f} ms", file=sys.stderr)
 
     def test_silent_node_is_caught_by_heartbeats(self):
@@ -165,15 +166,16 @@ class NativeRendezvous(unittest.TestCase):
         t0 = time.monotonic()
         b.proc.send_signal(signal.SIGSTOP)  # alive, connected, silent (a partition)
         try:
-            stop = a.expect("stop_workers", 4)
+            stop = a.expect("stop_workers", 10)
             latency = time.monotonic() - t0
         finally:
             b.proc.send_signal(signal.SIGCONT)
         self.assertEqual(stop["reason"], 2)
         self.assertIn("no message", stop["detail"])
-        # The last heartbeat was at most 300 ms before SIGSTOP; budget 900 ms.
+        # The last heartbeat was at most 300 ms before SIGSTOP; budget 900 ms. The upper bound
+        # only tells "caught" from "never" (a loaded machine runs the daemon's timer late).
         self.assertGreater(latency, 0.55)
-        self.assertLess(latency, 2.5)
+        self.assertLess(latency, 10.0)
         print(f"\nsilent node -> stop_workers: {latency * 1000:.1f} ms", file=sys.stderr)
 
     def test_failure_fans_out_and_restarts_with_one_count(self):

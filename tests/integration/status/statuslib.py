@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 from procs import OutputProcess, wait_for  # noqa: E402
 
 WORKER = os.path.join(HERE, "worker.sh")
-FAST_CONF = "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20,is_host=false"
+FAST_CONF = "last_call_timeout=0.2,join_timeout=20,is_host=false"
 
 
 class Daemon(OutputProcess):

@@ -216,7 +216,7 @@ class MalformedTest(Case):
         begun = time.monotonic()
         # The store answers at once while they are held.
         worst = max(self.store_roundtrip(store, i) for i in range(1, 200))
-        self.assertLess(worst, 0.5)
+        self.assertLess(worst, 2.5)  # at once, not after the 5 s deadline (loaded machine)
         # Each held connection ends: 503 at once beyond the cap, closed at the 5 s deadline.
         answers = []
         for s in held:
