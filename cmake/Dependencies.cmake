@@ -1,19 +1,24 @@
 # Every third-party dependency is found here, once. All come from Debian packages
 # (scripts/setup.sh installs them).
 find_package(Threads REQUIRED)
-find_package(Boost 1.81 REQUIRED COMPONENTS filesystem)  # Asio is header-only; Process v2 needs filesystem
-find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.11 REQUIRED)
-if(DDP_BUILD_TESTS)
+if(DDP_SDK_ONLY AND DDP_BUILD_TESTS)  # the SDK alone (CMakeLists.txt): Catch2 v2's header only
+  find_path(DDP_CATCH2_INCLUDE_DIR catch2/catch.hpp REQUIRED NO_DEFAULT_PATH)
+  add_library(Catch2::Catch2 INTERFACE IMPORTED)
+  target_include_directories(Catch2::Catch2 SYSTEM INTERFACE ${DDP_CATCH2_INCLUDE_DIR})
+elseif(DDP_BUILD_TESTS)
   find_package(Catch2 2.13 REQUIRED)
   include(Catch)
 endif()
-
-# Boost.Asio defaults shared by every target that includes it.
-add_library(ddp_asio INTERFACE)
-target_link_libraries(ddp_asio INTERFACE Boost::headers Threads::Threads)
-target_compile_definitions(ddp_asio INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_HAS_CO_AWAIT)
+if(NOT DDP_SDK_ONLY)
+  find_package(Boost 1.81 REQUIRED COMPONENTS filesystem)  # Asio is header-only; Process v2 needs filesystem
+  find_package(CLI11 REQUIRED)
+  # Boost.Asio defaults shared by every target that includes it.
+  add_library(ddp_asio INTERFACE)
+  target_link_libraries(ddp_asio INTERFACE Boost::headers Threads::Threads)
+  target_compile_definitions(ddp_asio INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_ASIO_HAS_CO_AWAIT)
+endif()
 
 # LibTorch is used only by worker_sdk/ (and the benchmarks/tests that drive PyTorch's C++ store).
 if(DDP_BUILD_WORKER_SDK OR DDP_BUILD_BENCH)

@@ -104,6 +104,14 @@ void terminate_handler() {
   _exit(1);
 }
 
+// c10::Error::backtrace(): a string up to LibTorch 2.1, a shared pointer to a lazily symbolized
+// string (c10::Backtrace, may be null) since 2.2. Overloads rather than a version test.
+std::string backtrace_text(const std::string& text) { return text; }
+template <typename Lazy>
+std::string backtrace_text(const std::shared_ptr<Lazy>& lazy) {
+  return lazy ? lazy->get() : std::string();
+}
+
 }  // namespace
 
 std::string current_stack_trace() {
@@ -132,7 +140,7 @@ ErrorReport make_error_report(const std::exception_ptr& error, std::string trace
     report.type = demangle(typeid(e).name());
     report.message = e.msg();
     // c10 records the stack where the error was raised; prefer it.
-    if (!e.backtrace().empty()) report.traceback = e.backtrace();
+    if (auto stack = backtrace_text(e.backtrace()); !stack.empty()) report.traceback = stack;
   } catch (const std::exception& e) {
     report.type = demangle(typeid(e).name());
     report.message = e.what();

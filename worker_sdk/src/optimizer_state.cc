@@ -4,6 +4,7 @@
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
+#include <torch/version.h>
 
 #include <initializer_list>
 #include <tuple>
@@ -17,10 +18,17 @@ namespace {
 using c10::IValue;
 using GenericDict = c10::impl::GenericDict;
 
-// LibTorch keys per-parameter state by the address of the parameter's TensorImpl.
-std::string state_key(const at::Tensor& param) {
+// LibTorch keys per-parameter state by the parameter's TensorImpl: its address as a string in
+// 1.13, the pointer itself in 2.x (checked against 2.6).
+#if TORCH_VERSION_MAJOR >= 2
+using StateKey = void*;
+StateKey state_key(const at::Tensor& param) { return param.unsafeGetTensorImpl(); }
+#else
+using StateKey = std::string;
+StateKey state_key(const at::Tensor& param) {
   return c10::guts::to_string(param.unsafeGetTensorImpl());
 }
+#endif
 
 GenericDict new_dict(const c10::TypePtr& key) { return GenericDict(key, c10::AnyType::get()); }
 
@@ -230,7 +238,7 @@ Status load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const IValu
   }
   // Validate and build everything first: a failed load changes nothing.
   std::vector<std::unique_ptr<torch::optim::OptimizerOptions>> new_options;
-  std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> new_state;
+  std::vector<std::pair<StateKey, std::unique_ptr<torch::optim::OptimizerParamState>>> new_state;
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     if (!saved_groups[gi].isGenericDict())
       return fail("param_groups[" + std::to_string(gi) + "] is not a dict");

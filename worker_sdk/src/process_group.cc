@@ -1,6 +1,7 @@
 #include "ddp/process_group.h"
 
 #include <torch/cuda.h>
+#include <torch/version.h>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -107,6 +108,26 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices() {
   return devices;
 }
 
+// LibTorch 2.x made ProcessGroupGloo and ProcessGroupNCCL c10d::Backend objects: a
+// c10d::ProcessGroup holds one per device type and dispatches its collectives to them (what
+// Python's init_process_group builds). In 1.13 they are ProcessGroups themselves. Checked
+// against 1.13 and 2.6.
+template <typename Impl>
+c10::intrusive_ptr<c10d::ProcessGroup> as_process_group(
+    [[maybe_unused]] const c10::intrusive_ptr<c10d::Store>& store, c10::intrusive_ptr<Impl> impl,
+    [[maybe_unused]] c10::DeviceType device) {
+#if TORCH_VERSION_MAJOR >= 2
+  const auto type = device == c10::kCUDA ? c10d::ProcessGroup::BackendType::NCCL
+                                         : c10d::ProcessGroup::BackendType::GLOO;
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(store, impl->getRank(), impl->getSize());
+  group->setDefaultBackend(type);
+  group->setBackend(device, type, c10::intrusive_ptr<c10d::Backend>(std::move(impl)));
+  return group;
+#else
+  return impl;
+#endif
+}
+
 }  // namespace detail
 
 c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
@@ -115,7 +136,9 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices = detail::gloo_devices();
   options->threads = static_cast<int>(options->devices.size()) * 2;
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+  return detail::as_process_group(
+      store, c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options),
+      c10::kCPU);
 }
 
 Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
@@ -160,8 +183,10 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
       c10::cuda::set_device(static_cast<c10::DeviceIndex>(env->local_rank));
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = options.timeout;
-      group = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, env->rank, env->world_size,
-                                                          nccl_options);
+      group = detail::as_process_group(group_store,
+                                       c10::make_intrusive<c10d::ProcessGroupNCCL>(
+                                           group_store, env->rank, env->world_size, nccl_options),
+                                       c10::kCUDA);
 #endif
     } else {
       group = make_gloo_group(group_store, env->rank, env->world_size, options.timeout);
