@@ -29,6 +29,11 @@ for step in range(5):
         open(os.path.join(out_dir, "attempt_%d_rank_%d" % (attempt, rank)), "w").close()
     if step == 2 and rank == 1 and attempt < last:
         os._exit(13)
-dist.destroy_process_group()
 if rank == 0:
     open(os.path.join(out_dir, "ok"), "w").close()
+# No destroy_process_group(): in PyTorch 2.6 the Gloo group's destructor joins its work thread
+# while holding the GIL, and that thread may need the GIL to free a tensor: a deadlock seen here
+# 2 times in one suite run (pytorch/pytorch#154976, fixed in 2.8). Every all_reduce above has
+# returned on every rank, so leaving now loses nothing.
+sys.stdout.flush()
+os._exit(0)

@@ -131,7 +131,7 @@ class C10dRestartTest(PairCase):
     def c10d(self, version):
         self.pair(version, ["--rdzv-backend", "c10d", "--rdzv-endpoint",
                             "127.0.0.1:%d" % free_port(), "--rdzv-conf",
-                            "last_call_timeout=0.2,keep_alive_interval=0.2,join_timeout=20"])
+                            "last_call_timeout=0.2,join_timeout=20"])
 
     def test_torch113(self):
         self.c10d("1.13")
@@ -149,7 +149,7 @@ class EtcdRestartTest(PairCase):
             self.skipTest(str(e))
         self.addCleanup(cluster.stop)
         self.pair(version, ["--rdzv-backend", "etcd", "--rdzv-endpoint", cluster.endpoints(),
-                            "--rdzv-conf", "last_call_timeout=0.2,join_timeout=20,lease_ttl=2"],
+                            "--rdzv-conf", "last_call_timeout=0.2,join_timeout=20"],
                   hosted=False)
 
     def test_torch113(self):
@@ -165,7 +165,7 @@ class StaticRestartTest(PairCase):
     def static(self, version):
         self.pair(version, ["--rdzv-backend", "static", "--master-addr", "127.0.0.1",
                             "--master-port", str(free_port()), "--rdzv-conf",
-                            "keep_alive_interval=0.2,join_timeout=20"], node_ranks=True)
+                            "join_timeout=20"], node_ranks=True)
 
     def test_torch113(self):
         self.static("1.13")
