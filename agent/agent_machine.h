@@ -44,10 +44,10 @@
 #include <string>
 
 #include "agent/clock.h"
-#include "agent/event_log.h"
-#include "agent/job_report.h"
-#include "agent/rendezvous_backend.h"
-#include "agent/workers.h"
+#include "agent/membership/rendezvous_backend.h"
+#include "agent/report/event_log.h"
+#include "agent/report/job_report.h"
+#include "agent/workers/workers.h"
 
 namespace ddp::agent {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <random>
 
-#include "agent/worker_args.h"
+#include "agent/workers/worker_args.h"
 
 namespace ddp::agent {
 

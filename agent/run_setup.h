@@ -10,7 +10,7 @@
 #include <string>
 
 #include "agent/config.h"
-#include "agent/worker_env.h"
+#include "agent/workers/worker_env.h"
 #include "common/status.h"
 #include "proc/process_launcher.h"
 

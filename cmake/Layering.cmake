@@ -40,7 +40,7 @@ function(ddp_header_root target)
     list(APPEND wanted ${name})
   endforeach()
   # Stale entries first (a header removed or renamed since the last configure).
-  file(GLOB present LIST_DIRECTORIES true RELATIVE ${dest} ${dest}/*)
+  file(GLOB present LIST_DIRECTORIES false RELATIVE ${dest} ${dest}/*)
   foreach(name IN LISTS present)
     if(NOT name IN_LIST wanted)
       file(REMOVE_RECURSE ${dest}/${name})

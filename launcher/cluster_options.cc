@@ -14,7 +14,7 @@
 // fills the LaunchPlan that launcher/fanout/ runs.
 #include <string_view>
 
-#include "agent/etcd_settings.h"
+#include "agent/membership/etcd_settings.h"
 #include "launcher/agent_args.h"
 #include "launcher/cluster/host_match.h"
 #include "launcher/cluster/pbs_nodefile.h"

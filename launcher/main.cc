@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "agent/agent.h"
-#include "agent/etcd_settings.h"
-#include "agent/rdzv_settings.h"
+#include "agent/membership/etcd_settings.h"
+#include "agent/membership/rdzv_settings.h"
 #include "agent/run_setup.h"
 #include "common/logging.h"
 #include "launcher/fanout/fanout.h"

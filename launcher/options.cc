@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "agent/worker_args.h"
+#include "agent/workers/worker_args.h"
 #include "launcher/completion.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/option_steps.h"

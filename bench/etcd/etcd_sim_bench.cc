@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/etcd_coordinator.h"
-#include "agent/etcd_keys.h"
 #include "etcd/client.h"
 #include "etcd/watch.h"
+#include "rendezvous/etcd_hub/etcd_coordinator.h"
+#include "rendezvous/etcd_hub/etcd_keys.h"
 #include "rendezvous/membership/wire.h"
 
 namespace {
@@ -51,7 +51,7 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k) {
       io.get_executor(),
       {.endpoints = endpoints, .request_timeout = 60s, .attempt_timeout = 30s, .transport = {}});
   const std::string run_id = "sim-" + std::to_string(k) + "-" + std::to_string(::getpid());
-  ddp::agent::EtcdKeys keys("/ddprun-bench", run_id);
+  ddp::rendezvous::EtcdKeys keys("/ddprun-bench", run_id);
   const auto connect_start = Clock::now();
   auto coordinator_lease = run(io, client.grant(60s));
   if (!coordinator_lease)
@@ -61,7 +61,7 @@ int bench(const std::vector<ddp::etcd::Endpoint>& endpoints, int k) {
                                                            coordinator_lease->id)));
   if (!claim || !claim->succeeded)
     return std::fprintf(stderr, "cannot claim %s\n", keys.coordinator().c_str()), 1;
-  ddp::agent::EtcdCoordinator coordinator(
+  ddp::rendezvous::EtcdCoordinator coordinator(
       io, client, keys, run_id, coordinator_lease->id, "coordinator", claim->revision,
       /*gone_revision=*/0, [](ddp::Status s) {
         std::fprintf(stderr, "coordinator: %s\n", s.message().c_str());

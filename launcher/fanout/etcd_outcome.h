@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/etcd_settings.h"
+#include "agent/membership/etcd_settings.h"
 #include "rendezvous/membership/messages.h"
 
 namespace ddp::launcher::fanout {

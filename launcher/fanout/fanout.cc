@@ -9,9 +9,9 @@
 #include <memory>
 #include <optional>
 
-#include "agent/etcd_settings.h"
-#include "agent/job_report.h"
-#include "agent/rdzv_settings.h"
+#include "agent/membership/etcd_settings.h"
+#include "agent/membership/rdzv_settings.h"
+#include "agent/report/job_report.h"
 #include "common/signal_name.h"
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/fanout/command_runs.h"

@@ -1,6 +1,6 @@
 #include "launcher/fanout/node_launches.h"
 
-#include "agent/etcd_settings.h"
+#include "agent/membership/etcd_settings.h"
 #include "launcher/cluster/shell_quote.h"
 #include "launcher/cluster/ssh_command.h"
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "agent/clock.h"
-#include "agent/job_report.h"
-#include "agent/rendezvous_backend.h"
-#include "agent/workers.h"
+#include "agent/membership/rendezvous_backend.h"
+#include "agent/report/job_report.h"
+#include "agent/workers/workers.h"
 
 namespace ddp::agent::testing {
 

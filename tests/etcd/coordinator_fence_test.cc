@@ -3,15 +3,15 @@
 // writes nothing and reports kPeerGone; one whose claim holds writes the round.
 #include <catch2/catch.hpp>
 
-#include "agent/etcd_coordinator.h"
+#include "rendezvous/etcd_hub/etcd_coordinator.h"
 #include "rendezvous/membership/wire.h"
 #include "tests/etcd/etcd_cluster.h"
 #include "tests/etcd/etcd_test_util.h"
 
-namespace ddp::agent {
+namespace ddp::rendezvous {
 namespace {
 
-namespace membership = rendezvous::membership;
+namespace membership = ::ddp::rendezvous::membership;
 using namespace std::chrono_literals;
 using testing::await;
 using testing::run_until;
@@ -76,4 +76,4 @@ TEST_CASE("a coordinator whose claim was taken writes nothing, the claim holder 
 }
 
 }  // namespace
-}  // namespace ddp::agent
+}  // namespace ddp::rendezvous

@@ -1,0 +1,117 @@
+// The etcd rendezvous backend (--rdzv-backend etcd; docs/etcd.md): the job's membership lives
+// in etcd (v3 API through the JSON gateway, etcd/), its state machine in whichever agent won
+// the election (etcd_coordinator.h). This node:
+//  - holds a lease (lease_ttl, kept alive every TTL/3) that carries its node key: its end is
+//    this node lost for the others. A clean exit revokes it; so does the agent's death watch
+//    when the agent dies without one (SIGKILL, crash: lease_revoker below), so only a lost
+//    machine (or a frozen agent) waits for the lease to expire;
+//  - joins by creating P/nodes/<node_key> (the encoded JOIN), reports by writing request keys,
+//    and hears the job through a watch on its own event prefix (read, then watch from the
+//    next revision);
+//  - runs for coordinator whenever P/coordinator is free, and when the coordinator goes
+//    (its lease ended) stops its running round's workers: the new coordinator re-forms the
+//    job. A new round's assignment is held until this node answered for the previous round.
+// Failures: etcd unreachable at start (kIo naming the endpoints, after read_timeout capped
+// by join_timeout), the lease could not be renewed for its TTL (lost etcd mid-job) or expired
+// (kPeerGone), the run id finished (kJobFinished), a refused JOIN: on_lost.
+//
+// Threading: the agent's io_context thread; the destructor on that thread once the loop has
+// stopped (below).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "agent/config.h"
+#include "agent/membership/etcd_settings.h"
+#include "agent/membership/join_progress.h"
+#include "agent/membership/node_servers.h"
+#include "agent/membership/rendezvous_backend.h"
+#include "agent/run_setup.h"
+#include "etcd/client.h"
+#include "etcd/watch.h"
+#include "proc/death_watch.h"
+#include "rendezvous/etcd_hub/etcd_coordinator.h"
+#include "rendezvous/etcd_hub/etcd_keys.h"
+
+namespace ddp::agent {
+
+// The death watch's last words for an etcd agent (proc/death_watch.h): the note is this
+// agent's lease id, which they revoke (one blocking call, at most 2 s) in the watcher once the
+// agent died without revoking it itself.
+proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings);
+
+class EtcdBackend final : public RendezvousBackend {
+ public:
+  // `death_watch` (may be null) is told the lease while this node holds one.
+  EtcdBackend(boost::asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
+              EtcdSettings settings, proc::DeathWatch* death_watch = nullptr);
+  // The last words, once the agent's io_context has stopped (the agent destroys its backend
+  // after its loop returned; close() must have run): a Leave when leave() was told, then the
+  // lease revoked, so the others hear this node went now, not at the lease's expiry. Blocking,
+  // each call bounded (2 s; 300 ms after etcd was lost).
+  ~EtcdBackend() override;
+
+  // Starts this node's workers' store. Errors name the port and the fix.
+  Status start();
+  std::string advertised_addr() const;
+
+  void join(RendezvousEvents& events) override;
+  void report_success(std::uint64_t round) override;
+  void report_failure(std::uint64_t round,
+                      std::vector<rendezvous::membership::Failure> failures) override;
+  void workers_stopped(std::uint64_t round) override;
+  void leave(const std::string& reason) override;
+  void wait_finished(std::function<void()> done) override;
+  // Ends the watches, timers, the coordinator and the workers' store; never waits on etcd
+  // (the lease outlives it until the destructor).
+  void close() override;
+
+ private:
+  boost::asio::awaitable<void> run_join();
+  boost::asio::awaitable<void> keep_alive();
+  boost::asio::awaitable<void> campaign();
+  void on_coordinator_change(const std::vector<etcd::WatchEvent>& events);
+  void on_events(const std::vector<etcd::WatchEvent>& events);
+  void on_payload(const rendezvous::membership::Payload& payload);
+  void on_round(const rendezvous::membership::RoundComplete& r);
+  void deliver_round(const rendezvous::membership::RoundComplete& r);
+  void answered(std::uint64_t round);
+  void send(const rendezvous::membership::Request& request);
+  void lost(Status why);
+
+  boost::asio::io_context& io_;
+  const AgentConfig& config_;
+  const RunSetup& setup_;
+  EtcdSettings settings_;
+  rendezvous::EtcdKeys keys_;
+  std::string node_key_;
+  NodeServers servers_;
+  etcd::Client client_;            // calls that may wait up to read_timeout
+  etcd::Client keepalive_client_;  // keep-alives: bounded by a third of the TTL
+  proc::DeathWatch* death_watch_;  // may be null
+  RendezvousEvents* events_ = nullptr;
+  std::int64_t lease_ = 0;
+  std::unique_ptr<rendezvous::EtcdCoordinator> coordinator_;
+  std::shared_ptr<etcd::Watch> event_watch_;
+  std::shared_ptr<etcd::Watch> coordinator_watch_;
+  boost::asio::steady_timer keep_alive_timer_;
+  JoinProgress progress_;  // until the first round: how far the rendezvous is
+  std::uint64_t request_seq_ = 0;
+  std::optional<std::uint64_t> running_round_;  // delivered, not answered yet
+  bool stop_told_ = false;                      // on_stop_workers given for running_round_
+  std::optional<rendezvous::membership::RoundComplete> held_round_;
+  std::optional<std::string> leave_reason_;
+  std::int64_t coordinator_gone_revision_ = 0;  // the last coordinator key deletion seen
+  bool campaigning_ = false;
+  bool first_round_seen_ = false;
+  bool finished_ = false;
+  bool lost_ = false;
+  bool closed_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for coroutines in flight
+};
+
+}  // namespace ddp::agent

@@ -1,0 +1,42 @@
+// What an agent of an etcd job takes from --rdzv-endpoint and --rdzv-conf (pure, no I/O):
+// the etcd endpoints (comma-separated, default port 2379), the key prefix, the lease TTL,
+// TLS files, and the membership Config every node sends with its JOIN (from the same keys as
+// c10d: join_timeout, last_call_timeout, close_timeout, read_timeout).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/membership/rdzv_settings.h"
+#include "common/status.h"
+#include "etcd/endpoints.h"
+#include "etcd/http_post.h"
+
+namespace ddp::agent {
+
+struct EtcdSettings {
+  std::vector<etcd::Endpoint> endpoints;
+  std::string prefix = "/ddprun";  // etcd_prefix; the job's keys are under prefix/run_id/
+  // lease_ttl: liveness of each node. A lost machine (or a frozen agent) is noticed when its
+  // lease expires, TTL to TTL + 0.5 s after its last keep-alive (every TTL/3); a dead agent
+  // process at once (its death watch revokes the lease).
+  std::chrono::seconds lease_ttl{5};
+  bool tls = false;               // protocol=https
+  std::string cacert, cert, key;  // TLS files
+  RdzvSettings rdzv;              // Config and read_timeout (connect_timeout)
+};
+
+// True for --rdzv-backend etcd, etcd-v2 and etcd-v3 (one backend speaking etcd's v3 API).
+bool is_etcd_backend(const std::string& backend);
+
+// Errors (kInvalidArgument naming the key and the fix): no or bad endpoints, lease_ttl not a
+// whole number of seconds from 1 to 3600, protocol neither http nor https, a TLS file with
+// http, a removed key (presence_timeout: what replaced it), an unknown key.
+Result<EtcdSettings> etcd_settings(const AgentConfig& config);
+
+// How to reach etcd: http, or https with the TLS files.
+etcd::Transport etcd_transport(const EtcdSettings& s);
+
+}  // namespace ddp::agent

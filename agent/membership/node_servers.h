@@ -1,0 +1,74 @@
+// What one node of a multi-node job serves (native rendezvous, c10d and static):
+//  - the rendezvous daemon, when this node is the endpoint host (and its status port, with
+//    --status-port, bound like the daemon): c10d is_host=true demands it,
+//    is_host unset tries to bind the endpoint (torchrun's inference: it fails when another agent
+//    or daemon has it or the address is not this machine's), is_host=false never hosts; with
+//    the static backend node rank 0 hosts it on --master-addr:--master-port, and it is the
+//    workers' store too;
+//  - the workers' store (c10d): every node holds a store port for the whole job, and the
+//    round's group-rank-0 node's store is the one every worker uses.
+// A new round must never see an earlier round's keys (PyTorch >= 2.0 workers read them as this
+// attempt's), so the group-rank-0 node empties the workers' store (its own, or with static the
+// daemon's) for every round after its first (Server::reset_store). The daemon starts a round
+// only after every node's workers of the last one were reaped.
+//
+// Threading: the agent's io_context thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/config.h"
+#include "agent/membership/rdzv_settings.h"
+#include "common/status.h"
+#include "rendezvous/server.h"
+#include "rendezvous/status/status_server.h"
+
+namespace ddp::agent {
+
+class NodeServers {
+ public:
+  NodeServers(boost::asio::io_context& io, const AgentConfig& config, const RdzvSettings& rdzv,
+              std::string run_id);
+
+  // Starts the daemon (if this node hosts it) and the workers' store. Errors name the
+  // endpoint or port and the fix (kIo, kAddressInUse, kInvalidArgument).
+  Status start();
+  bool hosts_daemon() const { return daemon_ != nullptr; }
+  // Where this node's own rendezvous client reaches the daemon.
+  std::string daemon_host() const;
+  // The port this node advertises for its workers' store (static: the daemon's, or 0).
+  std::uint16_t store_port() const { return store_port_; }
+  // A round in which this node is group rank 0 begins: the workers' store it serves is empty.
+  void begin_store_round();
+  // The hosted daemon's job `run_id` has finished and every other connection to it closed;
+  // at once when this node hosts no daemon.
+  void when_drained(std::function<void()> done);
+  void stop();
+
+ private:
+  // The options of every server this node hosts but its address: the connection limits, and for
+  // the rendezvous daemon the job's key pinned when it has a secret.
+  rendezvous::ServerOptions server_base() const;
+  rendezvous::ServerOptions daemon_base() const;
+  Status start_daemon();
+  Status start_static_daemon();
+  Status start_store();
+
+  boost::asio::io_context& io_;
+  const AgentConfig& config_;
+  const RdzvSettings& rdzv_;
+  std::string run_id_;
+  Status start_status();
+
+  std::unique_ptr<rendezvous::Server> daemon_;
+  std::unique_ptr<rendezvous::status::StatusServer> status_;  // --status-port, on daemon_
+  std::string daemon_connect_host_;  // static node rank 0: where its own client connects
+  std::unique_ptr<rendezvous::Server> store_;
+  std::uint16_t store_port_ = 0;
+  bool store_used_ = false;
+};
+
+}  // namespace ddp::agent

@@ -1,0 +1,64 @@
+#include "agent/report/failure_wire.h"
+
+#include "agent/report/error_report.h"
+
+namespace ddp::agent {
+
+FailureRecord failure_record(const WorkerFailure& failure, const RunSetup& setup, int attempt) {
+  FailureRecord record;
+  record.failure = failure;
+  record.global_rank = setup.group.global_rank_base + failure.local_rank;
+  record.error_file = setup.error_file(attempt, failure.local_rank).string();
+  if (failure.hang) {
+    record.error = ErrorFileInfo{
+        failure.hang->summary, failure.hang->stack_head,
+        std::chrono::duration<double>(failure.hang->since.time_since_epoch()).count()};
+    record.error_file =
+        (setup.attempt_dir(attempt) / std::to_string(failure.local_rank) / "stack.txt").string();
+  } else {
+    record.error = read_error_file(record.error_file);
+  }
+  return record;
+}
+
+std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& outcome,
+                                                              const RunSetup& setup, int attempt) {
+  std::vector<rendezvous::membership::Failure> out;
+  for (const auto& w : outcome.failures) {
+    const FailureRecord record = failure_record(w, setup, attempt);
+    rendezvous::membership::Failure f;
+    f.local_rank = static_cast<std::uint32_t>(w.local_rank);
+    f.rank = static_cast<std::uint32_t>(setup.group.global_rank_base + w.local_rank);
+    f.exit_code = w.status.signal != 0 ? -w.status.signal : w.status.code;
+    f.pid = w.pid;
+    if (w.hang && w.hang->silent) {
+      f.hung = true;
+      f.step = w.hang->step;
+    }
+    f.time = rendezvous::membership::WallTime(
+        std::chrono::microseconds(static_cast<std::int64_t>(record.failure_time() * 1e6)));
+    if (record.error) {
+      f.error_file = record.error_file;
+      f.message = record.error->message;
+      if (!record.error->traceback.empty()) f.message += "\n" + record.error->traceback;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string format_job_root_cause(const std::string& program,
+                                  const rendezvous::membership::Failure& f) {
+  FailureRecord record;
+  record.failure.local_rank = static_cast<int>(f.local_rank);
+  record.failure.pid = static_cast<pid_t>(f.pid);
+  record.failure.status = f.exit_code < 0 ? proc::ExitStatus::killed(-f.exit_code)
+                                          : proc::ExitStatus::exited(f.exit_code);
+  record.failure.detected = std::chrono::system_clock::time_point(f.time.time_since_epoch());
+  record.global_rank = static_cast<int>(f.rank);
+  record.error_file = f.error_file;
+  if (!f.message.empty()) record.error = ErrorFileInfo{f.message, {}, std::nullopt};
+  return format_failure_report(program, f.node_key, {record}, 0);
+}
+
+}  // namespace ddp::agent

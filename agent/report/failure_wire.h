@@ -1,0 +1,31 @@
+// Worker failures between an agent and the rendezvous daemon: this node's failures as the
+// daemon's rendezvous::membership::Failure (to report), and the job's root cause as the table every
+// node prints (from JobFinished). to_wire_failures() reads the error files; the rest is pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/report/error_report.h"
+#include "agent/run_setup.h"
+#include "agent/workers/supervisor.h"
+#include "rendezvous/membership/messages.h"
+
+namespace ddp::agent {
+
+// The report record of one failed worker of attempt `attempt`: its error file (read), or for a
+// worker killed as hung its HangNote in the error file's place (message, stack, time).
+FailureRecord failure_record(const WorkerFailure& failure, const RunSetup& setup, int attempt);
+
+// One Failure per failed worker of `outcome` (attempt directory `attempt`): global rank from
+// setup.group, exit code (negative signal number when killed, torchrun's convention), time
+// (the error file's timestamp, else when the agent saw the exit), error file and message
+// (plus traceback). node_key and group_rank are left for the daemon to fill in.
+std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& outcome,
+                                                              const RunSetup& setup, int attempt);
+
+// torchrun's failure table for the job's root cause (the host column is its node key).
+std::string format_job_root_cause(const std::string& program,
+                                  const rendezvous::membership::Failure& f);
+
+}  // namespace ddp::agent

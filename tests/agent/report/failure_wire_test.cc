@@ -1,0 +1,57 @@
+#include "agent/report/failure_wire.h"
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fstream>
+
+namespace ddp::agent {
+namespace {
+
+TEST_CASE("failure wire: local failures become the daemon's failures", "[failure_wire]") {
+  RunSetup setup;
+  setup.log_dir = std::filesystem::temp_directory_path() / "ddp_failure_wire_test";
+  setup.group.global_rank_base = 4;
+  std::filesystem::create_directories(setup.error_file(2, 1).parent_path());
+  std::ofstream(setup.error_file(2, 1))
+      << R"({"message": "worker died", "timestamp": 1700000001.5})";
+
+  Outcome outcome;
+  outcome.kind = Outcome::Kind::kFailed;
+  auto seen = std::chrono::system_clock::time_point(std::chrono::seconds(1800000000));
+  outcome.failures.push_back({2, 1, 111, proc::ExitStatus::exited(3), seen, std::nullopt});
+  outcome.failures.push_back({2, 0, 110, proc::ExitStatus::killed(SIGKILL), seen, std::nullopt});
+  auto wire = to_wire_failures(outcome, setup, 2);
+  REQUIRE(wire.size() == 2);
+  CHECK(wire[0].rank == 5);
+  CHECK(wire[0].local_rank == 1);
+  CHECK(wire[0].exit_code == 3);
+  CHECK(wire[0].pid == 111);
+  CHECK(wire[0].message == "worker died");
+  CHECK(wire[0].error_file == setup.error_file(2, 1).string());
+  CHECK(wire[0].time.time_since_epoch() == std::chrono::microseconds(1700000001500000));
+  CHECK(wire[1].rank == 4);
+  CHECK(wire[1].exit_code == -SIGKILL);
+  CHECK(wire[1].error_file.empty());  // no error file written
+  CHECK(wire[1].time.time_since_epoch() == std::chrono::seconds(1800000000));
+  std::filesystem::remove_all(setup.log_dir);
+}
+
+TEST_CASE("failure wire: the job's root cause as torchrun's table", "[failure_wire]") {
+  rendezvous::membership::Failure f;
+  f.node_key = "node-b:42";
+  f.rank = 5;
+  f.local_rank = 1;
+  f.exit_code = -SIGKILL;
+  f.pid = 4711;
+  f.message = "worker died";
+  std::string table = format_job_root_cause("train.py", f);
+  CHECK_THAT(table, Catch::Contains("train.py FAILED"));
+  CHECK_THAT(table, Catch::Contains("node-b:42"));
+  CHECK_THAT(table, Catch::Contains("5 (local_rank: 1)"));
+  CHECK_THAT(table, Catch::Contains("SIGKILL"));
+  CHECK_THAT(table, Catch::Contains("4711"));
+  CHECK_THAT(table, Catch::Contains("worker died"));
+}
+
+}  // namespace
+}  // namespace ddp::agent
