@@ -62,7 +62,6 @@ struct SessionContext {
       : limits(l),
         native(std::move(executor), registry, std::move(auth)),
         connections(std::move(conn)),
-        caps(conn_caps),
         admission(conn_caps.max_connections, conn_caps.max_per_peer) {}
   // Logs one refusal of `peer`, rate-limited per reason (rendezvous/refusal_log.h).
   void note_refusal(Refusal why, const boost::asio::ip::address& peer);
@@ -71,7 +70,6 @@ struct SessionContext {
   Limits limits;
   NativeHub native;
   ConnectionLimits connections;
-  ConnectionCaps caps;  // 0: no cap
   Admission admission;
   RefusalLog refusals;
   std::vector<char> scratch = std::vector<char>(std::size_t{64} << 10);
