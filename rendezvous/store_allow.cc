@@ -39,7 +39,11 @@ Status add_entry(StoreAllow& allow, std::string_view entry) {
     if (!ec) text = host.to_string() + (host.is_v4() ? "/32" : "/128");
   }
   if (const ip::network_v4 v4 = ip::make_network_v4(text, ec); !ec) return add(allow.v4, entry, v4);
-  if (const ip::network_v6 v6 = ip::make_network_v6(text, ec); !ec) return add(allow.v6, entry, v6);
+  if (const ip::network_v6 v6 = ip::make_network_v6(text, ec); !ec) {
+    // Peers are matched as IPv4 then (a dual-stack listener's IPv4 clients): never as this.
+    if (v6.address().is_v4_mapped()) return bad(entry, "is an IPv4-mapped network");
+    return add(allow.v6, entry, v6);
+  }
   return bad(entry, "is not an IP address or network");
 }
 

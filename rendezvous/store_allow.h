@@ -30,8 +30,9 @@ struct StoreAllow {
 
 // A comma-separated list. Errors (kInvalidArgument, one line starting "--store-allow: " naming
 // the entry and the expected form): an empty list or entry, an entry that is no address or
-// network (a prefix above 32 for IPv4 or 128 for IPv6 among them), host bits set below the
-// prefix ("10.1.2.3/8": the user likely meant a host).
+// network (a prefix above 32 for IPv4 or 128 for IPv6 among them), an IPv4-mapped IPv6 network
+// (write it as IPv4), host bits set below the prefix ("10.1.2.3/8": the user likely meant a
+// host).
 Result<StoreAllow> parse_store_allow(std::string_view text);
 
 }  // namespace ddp::rendezvous

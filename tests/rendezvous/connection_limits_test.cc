@@ -121,7 +121,8 @@ TEST_CASE("store-allow lists take loopback and refuse bad entries with one line"
                        "10.0.0.0/8 ",
                        "10.0.0.0/-1",
                        "10.0.0.0/99999999999999999999",
-                       "10.1/16"};
+                       "10.1/16",
+                       "::ffff:10.0.0.0/104"};
   for (const char* text : bad) {
     auto r = parse_store_allow(text);
     INFO(text);
