@@ -60,7 +60,7 @@ Result<ConnectionLimits> connection_limits_from_flags(const ConnectionFlags& fla
                             "; pass at most that");
   }
   if (!flags.store_allow.empty()) {
-    auto networks = parse_cidr_list(flags.store_allow);
+    auto networks = parse_store_allow(flags.store_allow);
     if (!networks) return networks.status();
     limits.store_allow = std::move(networks).value();
   }

@@ -1,17 +1,17 @@
 // Connection limits of the store server (docs/security.md, "Connection limits"): caps on open
-// connections in total and per peer address, the deadline for a connection's first complete
-// request, and the networks whose peers may use the TCPStore operations. Pure: the caps are
-// derived from the open-file limit the caller passes in.
+// connections in total and per peer address (what is left of the open-file limit after a reserve
+// of descriptors), the deadline for a connection's first complete request, and the networks
+// whose peers may use the TCPStore operations. Pure: the caps are derived from the open-file
+// limit the caller passes in.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "common/status.h"
-#include "rendezvous/cidr.h"
+#include "rendezvous/store_allow.h"
 
 namespace ddp::rendezvous {
 
@@ -20,18 +20,16 @@ struct ConnectionLimits {
   std::size_t max_connections = 0;
   std::size_t max_per_peer = 0;
   // Deadline for a connection's first complete request, from its accept. One that sent part of
-  // a request by then is closed; one that sent nothing is kept but becomes the first to be
-  // closed when a slot is needed (rendezvous/silent_pool.h: PyTorch 1.13 clients hold such a
-  // connection legitimately). Zero turns the deadline off. After its first request a connection
-  // may stay idle for ever: PyTorch workers hold their store connection silently through the
-  // whole training run.
+  // a request by then is closed; one that sent nothing is kept, like an idle connection after
+  // its first request (a PyTorch 1.13 client's watch connection never writes; the caps bound
+  // what such connections can hold). Zero turns the deadline off. After its first request a
+  // connection may stay idle for ever: PyTorch workers hold their store connection silently
+  // through the whole training run.
   std::chrono::milliseconds first_request_timeout = std::chrono::seconds(10);
-  // Refusals of one peer for one reason are logged at most once per interval.
-  std::chrono::milliseconds refusal_log_interval = std::chrono::seconds(60);
   // Empty: TCPStore operations from anywhere. Otherwise a peer outside every network that sends
   // a TCPStore operation touching keys is disconnected (VALIDATE and PING stay allowed, and so
   // do the native rendezvous requests of agents).
-  std::vector<Cidr> store_allow;
+  StoreAllow store_allow;
 };
 
 // The caps in force (never 0).

@@ -42,10 +42,9 @@ int main(int argc, char** argv) {
                  "Most open connections from one IP address (default 0: --max-connections "
                  "minus the smaller of half of it and 1024)");
   app.add_option("--first-request-timeout", connection.first_request_timeout_s,
-                 "Seconds a new connection has to complete its first request: one that sent part "
-                 "of a request is closed then, one that sent nothing becomes the first to close "
-                 "when a slot is needed; 0 turns it off. Idling after the first request never "
-                 "closes a connection (docs/security.md)")
+                 "Seconds a new connection has to complete its first request once it sent a "
+                 "part of one; 0 turns it off. A connection that sent nothing, or idles after "
+                 "its first request, is never closed for it (docs/security.md)")
       ->capture_default_str();
   app.add_option("--store-allow", connection.store_allow,
                  "CIDR[,CIDR...]: only peers in these networks (or 'loopback') may use TCPStore "

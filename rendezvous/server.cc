@@ -60,13 +60,7 @@ constexpr auto kLastAcceptPause = std::chrono::seconds(1);
 void admit(Listener& listener, tcp::socket socket, const tcp::endpoint& peer) {
   SessionContext& ctx = *listener.sessions;
   Admission::Ticket ticket;
-  AdmitResult result = ctx.admission.admit(peer.address(), ticket);
-  // At most twice: a full server, then a full peer.
-  for (int evictions = 0; result != AdmitResult::kAdmitted && evictions < 2 &&
-                          ctx.evict_silent(result, peer.address());
-       ++evictions) {
-    result = ctx.admission.admit(peer.address(), ticket);
-  }
+  const AdmitResult result = ctx.admission.admit(peer.address(), ticket);
   if (result == AdmitResult::kAdmitted) {
     Session::start(listener.sessions, std::move(socket), peer, std::move(ticket));
     return;
@@ -105,9 +99,7 @@ asio::awaitable<void> accept_loop(std::shared_ptr<Listener> listener) {
     if (!listener->acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
     if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
         ec.value() == ENFILE) {
-      // Out of descriptors: a silent connection past its deadline makes room first (the
-      // loop then accepts the pending one as usual), else the pending one is shed.
-      if (listener->sessions->evict_silent(AdmitResult::kTotalFull, peer.address())) continue;
+      // Out of descriptors: the pending connection is shed with the spare descriptor.
       if (shed_one(*listener)) continue;
       // No spare descriptor either (the system-wide table is full): wait, doubling the pause.
       // The listening socket stays readable while the backlog holds connections, so waiting

@@ -33,7 +33,7 @@ Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket, const 
       peer_(peer),
       framer_(ctx_->limits),
       store_allowed_(ctx_->connections.store_allow.empty() ||
-                     any_contains(ctx_->connections.store_allow, peer.address())),
+                     ctx_->connections.store_allow.contains(peer.address())),
       ticket_(std::move(ticket)) {
   boost::system::error_code ec;
   socket_.set_option(tcp::no_delay(true), ec);
@@ -42,7 +42,6 @@ Session::Session(std::shared_ptr<SessionContext> ctx, tcp::socket socket, const 
 }
 
 Session::~Session() {
-  if (silent_) ctx_->silent.remove(*silent_);
   if (!closed_) {
     ctx_->store.drop(*this);
     ctx_->live.erase(this);
@@ -72,8 +71,6 @@ void Session::close(std::string_view reason, bool error) {
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   first_request_timer_.reset();
-  if (silent_) ctx_->silent.remove(*silent_);
-  silent_.reset();
   ticket_.reset();  // the descriptor is closed: the slot is free now
 }
 

@@ -22,9 +22,8 @@
 //
 // Connection limits (session_limits.cc, docs/security.md): a session holds its admission slot
 // (Admission::Ticket) until it closes; until its first complete request it holds a timer, whose
-// expiry closes a connection that sent part of a request and puts one that sent nothing into
-// SessionContext::silent; a TCPStore query that touches keys from a peer outside
-// --store-allow closes the connection.
+// expiry closes a connection that sent part of a request (one that sent nothing is kept); a
+// TCPStore query that touches keys from a peer outside --store-allow closes the connection.
 //
 // Threading: everything on the server's io_context thread. Lifetime: shared_ptr held by
 // its own coroutine and in-flight write; the context keeps raw pointers to live sessions
@@ -49,22 +48,11 @@
 #include "rendezvous/native_hub.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/refusal_log.h"
-#include "rendezvous/silent_pool.h"
 #include "rendezvous/store.h"
 
 namespace ddp::rendezvous {
 
 class Session;
-
-// Why a connection was refused or closed by the connection limits (docs/security.md).
-enum class Refusal {
-  kTotalFull,
-  kPeerFull,
-  kDescriptors,
-  kFirstRequestTimeout,  // part of a request, then nothing until the deadline
-  kSilentEvicted,        // nothing at all by the deadline, and its slot was needed
-  kStoreNotAllowed,
-};
 
 // State shared by all sessions of one server. Outlives every session (they hold it).
 struct SessionContext {
@@ -74,22 +62,15 @@ struct SessionContext {
       : limits(l),
         native(std::move(executor), registry, std::move(auth)),
         connections(std::move(conn)),
-        caps(conn_caps),
-        admission(conn_caps.max_connections, conn_caps.max_per_peer),
-        refusals(connections.refusal_log_interval) {}
-  // Logs one refusal of `peer`, rate-limited per peer and reason (rendezvous/refusal_log.h).
+        admission(conn_caps.max_connections, conn_caps.max_per_peer) {}
+  // Logs one refusal of `peer`, rate-limited per reason (rendezvous/refusal_log.h).
   void note_refusal(Refusal why, const boost::asio::ip::address& peer);
-  // Admission of `peer` failed with `why`: closes one silent connection past its deadline to
-  // make room (rendezvous/silent_pool.h). False when there is none to close.
-  bool evict_silent(AdmitResult why, const boost::asio::ip::address& peer);
 
   Store store;
   Limits limits;
   NativeHub native;
   ConnectionLimits connections;
-  ConnectionCaps caps;  // 0: no cap
   Admission admission;
-  SilentPool<Session> silent;
   RefusalLog refusals;
   std::vector<char> scratch = std::vector<char>(std::size_t{64} << 10);
   std::unordered_set<Session*> live;
@@ -116,8 +97,6 @@ class Session final : public Subscriber,
 
   // Closes the connection (idempotent); `reason` is logged, at warn level when `error`.
   void close(std::string_view reason, bool error);
-  // Closes a silent connection taken out of SessionContext::silent to make room.
-  void evict();
   // The connection has sent a native rendezvous request (it is a node, not a store client).
   bool native() const { return node_id_.has_value(); }
 
@@ -168,8 +147,7 @@ class Session final : public Subscriber,
   // Until the first complete request only: a timer costs ~100 bytes, which a connection that
   // idles for the whole job should not keep.
   std::unique_ptr<boost::asio::steady_timer> first_request_timer_;
-  bool heard_ = false;                                 // received at least one byte
-  std::optional<SilentPool<Session>::Handle> silent_;  // in SessionContext::silent
+  bool heard_ = false;  // received at least one byte
 };
 
 }  // namespace ddp::rendezvous

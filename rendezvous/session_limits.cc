@@ -16,24 +16,15 @@ std::string seconds_text(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + "ms";
 }
 
-std::string store_allow_text(const std::vector<Cidr>& networks) {
-  std::string out;
-  for (const Cidr& n : networks) {
-    if (!out.empty()) out += ',';
-    out += n.to_string();
-  }
-  return out;
-}
-
 }  // namespace
 
 void SessionContext::note_refusal(Refusal why, const boost::asio::ip::address& peer) {
   const std::string who = normalize_peer(peer).to_string();
-  const auto count = refusals.record(who + "#" + std::to_string(static_cast<int>(why)),
-                                     std::chrono::steady_clock::now());
+  const auto count = refusals.record(why, std::chrono::steady_clock::now());
   if (!count) return;
   const std::string times =
-      *count == 1 ? "" : " (" + std::to_string(*count) + " times since the last such line)";
+      *count == 1 ? ""
+                  : " (" + std::to_string(*count) + " refusals of this kind since the last line)";
   switch (why) {
     case Refusal::kTotalFull:
       spdlog::warn(
@@ -59,33 +50,15 @@ void SessionContext::note_refusal(Refusal why, const boost::asio::ip::address& p
           "(--first-request-timeout){}",
           who, seconds_text(connections.first_request_timeout), times);
       break;
-    case Refusal::kSilentEvicted:
-      spdlog::warn(
-          "closed a connection from {} to make room: it sent nothing in the {} after connecting "
-          "(--first-request-timeout){}",
-          who, seconds_text(connections.first_request_timeout), times);
-      break;
     case Refusal::kStoreNotAllowed:
       spdlog::warn(
           "closed a connection from {}: TCPStore operations are allowed from {} only "
           "(--store-allow){}",
-          who, store_allow_text(connections.store_allow), times);
+          who, connections.store_allow.to_string(), times);
+      break;
+    case Refusal::kCount:
       break;
   }
-}
-
-bool SessionContext::evict_silent(AdmitResult why, const boost::asio::ip::address& peer) {
-  Session* victim = why == AdmitResult::kPeerFull ? silent.take_oldest(normalize_peer(peer))
-                                                  : silent.take_from_heaviest();
-  if (victim == nullptr) return false;
-  victim->evict();
-  return true;
-}
-
-void Session::evict() {
-  silent_.reset();  // already taken out of the pool
-  ctx_->note_refusal(Refusal::kSilentEvicted, peer_.address());
-  close("silent past the first-request deadline; its slot was needed", false);
 }
 
 void Session::start_first_request_deadline() {
@@ -98,12 +71,9 @@ void Session::start_first_request_deadline() {
         auto self = weak.lock();
         if (ec || !self || self->closed_ || !self->first_request_timer_) return;
         self->first_request_timer_.reset();
-        if (!self->heard_) {
-          // Silent: a 1.13 client's watch connection looks exactly like this. Kept until its
-          // slot is needed (rendezvous/silent_pool.h).
-          self->silent_ = self->ctx_->silent.add(normalize_peer(self->peer_.address()), self.get());
-          return;
-        }
+        // Silent: a 1.13 client's watch connection looks exactly like this. Kept, like an
+        // idle connection after its first request; the caps bound what they hold.
+        if (!self->heard_) return;
         self->ctx_->note_refusal(Refusal::kFirstRequestTimeout, self->peer_.address());
         self->close("no complete request before the first-request deadline", false);
       });
@@ -111,10 +81,6 @@ void Session::start_first_request_deadline() {
 
 void Session::first_request_done() {
   if (first_request_timer_) first_request_timer_.reset();  // cancels the pending wait
-  if (silent_) {
-    ctx_->silent.remove(*silent_);
-    silent_.reset();
-  }
 }
 
 bool Session::store_query_allowed(Op op) {

@@ -60,8 +60,8 @@ inline std::string describe(const Invocation& inv) {
     << "\nconnections " << c.connection_limits.max_connections << " per peer "
     << c.connection_limits.max_per_peer << " first_request_ms "
     << c.connection_limits.first_request_timeout.count() << " store_allow "
-    << c.connection_limits.store_allow.size() << "\nlocal_addr " << c.local_addr << "\nstandalone "
-    << c.standalone << "\npython " << inv.python.value_or("-") << "\nscript "
+    << c.connection_limits.store_allow.to_string() << "\nlocal_addr " << c.local_addr
+    << "\nstandalone " << c.standalone << "\npython " << inv.python.value_or("-") << "\nscript "
     << inv.script.value_or("-") << "\nprefix_template " << c.log_line_prefix_template
     << "\nstdout_filters:";
   for (const auto& f : c.duplicate_stdout_filters) o << " [" << f << "]";
