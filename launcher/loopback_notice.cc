@@ -2,22 +2,16 @@
 // address is loopback cannot be reached from the other machines; say so before they wait.
 #include <string_view>
 
+#include "common/host_port.h"
 #include "launcher/option_steps.h"
 
 namespace ddp::launcher::steps {
 namespace {
 
-// The host part of "host[:port]" ("[::1]:29400" -> "::1").
+// The host part of "host[:port]" ("[::1]:29400" -> "::1"); the text itself when it does not parse.
 std::string_view host_of(std::string_view endpoint) {
-  if (!endpoint.empty() && endpoint.front() == '[') {
-    auto close = endpoint.find(']');
-    return endpoint.substr(1, close == std::string_view::npos ? close : close - 1);
-  }
-  auto colon = endpoint.find(':');
-  if (colon != std::string_view::npos && endpoint.find(':', colon + 1) != std::string_view::npos) {
-    return endpoint;  // a bare IPv6 address
-  }
-  return endpoint.substr(0, colon);
+  auto parts = split_host_port(endpoint, BareIpv6::kHost);
+  return parts ? parts->host : endpoint;
 }
 
 bool is_loopback(std::string_view host) {
