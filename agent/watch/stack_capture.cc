@@ -78,11 +78,10 @@ void StackCapture::capture(std::vector<StackTarget> targets,
     if (t.python && channels_.contains(t.local_rank)) {
       p->offsets[t.local_rank] = received_[t.local_rank].size();
       auto timer = std::make_unique<boost::asio::steady_timer>(io_, kPythonLimit);
-      timer->async_wait([this, p, rank = t.local_rank,
-                         alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-        if (ec || alive.expired() || pending_ != p) return;
-        finish_one(rank);
-      });
+      timer->async_wait(
+          life_.guard([this, p, rank = t.local_rank](const boost::system::error_code& ec) {
+            if (!ec && pending_ == p) finish_one(rank);
+          }));
       p->timers[t.local_rank] = std::move(timer);
       if (::kill(t.pid, python_signal_) != 0) {
         p->stacks[t.local_rank].note = std::string("cannot signal it: ") + std::strerror(errno);
@@ -123,11 +122,9 @@ void StackCapture::python_bytes(int local_rank, std::string_view bytes) {
   if (received_[local_rank].back() != '\n') return;
   auto& timer = p->timers[local_rank];
   timer->expires_after(kQuiet);
-  timer->async_wait([this, p, local_rank,
-                     alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-    if (ec || alive.expired() || pending_ != p) return;
-    finish_one(local_rank);
-  });
+  timer->async_wait(life_.guard([this, p, local_rank](const boost::system::error_code& ec) {
+    if (!ec && pending_ == p) finish_one(local_rank);
+  }));
 }
 
 void StackCapture::finish_one(int local_rank) {

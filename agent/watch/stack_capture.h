@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "agent/watch/fifo_reader.h"
+#include "common/lifetime.h"
 #include "common/status.h"
 
 namespace ddp::agent {
@@ -70,7 +71,7 @@ class StackCapture {
   std::map<int, std::unique_ptr<FifoReader>> channels_;  // by local rank
   std::map<int, std::string> received_;                  // what each channel brought so far
   std::shared_ptr<Pending> pending_;                     // the capture in progress
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  Lifetime life_;  // last: handlers queued when this dies touch nothing
 };
 
 }  // namespace ddp::agent
