@@ -86,20 +86,20 @@ void StackCapture::capture(std::vector<StackTarget> targets,
       if (::kill(t.pid, python_signal_) != 0) {
         p->stacks[t.local_rank].note = std::string("cannot signal it: ") + std::strerror(errno);
         p->timers.erase(t.local_rank);
-        boost::asio::post(io_, [this, p, rank = t.local_rank] {
+        boost::asio::post(io_, life_.guard([this, p, rank = t.local_rank] {
           if (pending_ == p) finish_one(rank);
-        });
+        }));
       }
       continue;
     }
     if (!run_gdb_) {
       p->stacks[t.local_rank].note = "no stack could be taken (no debugger available)";
-      boost::asio::post(io_, [this, p, rank = t.local_rank] {
+      boost::asio::post(io_, life_.guard([this, p, rank = t.local_rank] {
         if (pending_ == p) finish_one(rank);
-      });
+      }));
       continue;
     }
-    run_gdb_(t.pid, [this, p, rank = t.local_rank](Result<std::string> out) {
+    run_gdb_(t.pid, life_.guard([this, p, rank = t.local_rank](Result<std::string> out) {
       if (pending_ != p) return;
       if (out) {
         p->stacks[rank].text = std::move(out).value();
@@ -108,7 +108,7 @@ void StackCapture::capture(std::vector<StackTarget> targets,
         p->stacks[rank].note = "no stack could be taken: " + out.status().message();
       }
       finish_one(rank);
-    });
+    }));
   }
 }
 

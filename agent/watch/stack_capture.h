@@ -9,7 +9,8 @@
 //  - Native workers: `gdb -batch -p PID -ex "thread apply all bt"` through `run_gdb`, where gdb
 //    is installed (else a note saying no stack could be taken); its exit ends the capture.
 //
-// Threading: the io_context's thread; `done` runs there once, never inside capture().
+// Threading: the io_context's thread; `done` runs there once, never inside capture(). Destroying
+// the capture drops one in progress: `done` is not called and no handler touches it after.
 #pragma once
 
 #include <sys/types.h>
