@@ -51,13 +51,9 @@ Result<HostPort> parse_host_port(std::string_view text, BareIpv6 bare, std::uint
   return out;
 }
 
-std::string bracket_host(std::string_view host) {
-  if (host.find(':') == std::string_view::npos) return std::string(host);
-  return "[" + std::string(host) + "]";
-}
-
 std::string join_host_port(std::string_view host, std::uint16_t port) {
-  return bracket_host(host) + ":" + std::to_string(port);
+  const bool v6 = host.find(':') != std::string_view::npos;
+  return (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
 }
 
 }  // namespace ddp

@@ -15,16 +15,14 @@ namespace ddp {
 // Whether an unbracketed text with several ':' is a bare IPv6 host or an error.
 enum class BareIpv6 { kRefused, kHost };
 
-// The parts of HOST[:PORT], views into the text. host is without brackets (possibly empty: the
-// caller judges it); port is the text after the ':' when one was written (possibly empty: "h:").
+// Views into the text: host without brackets (possibly empty), port the text after ':' if any.
 struct HostPortText {
   std::string_view host;
   std::optional<std::string_view> port;
 };
 
-// kInvalidArgument (a short phrase, no option name: callers prefix their own) for a '[' without
-// ']', text after ']' that is not ":PORT", and several ':' without brackets under kRefused.
-// Neither the host nor the port text is judged further.
+// kInvalidArgument (a short phrase; callers prefix their option) for '[' without ']', text after
+// ']' that is not ":PORT", several ':' without brackets under kRefused. Parts are not judged.
 Result<HostPortText> split_host_port(std::string_view text, BareIpv6 bare = BareIpv6::kRefused);
 
 // A whole decimal number from min_port to 65535; kInvalidArgument otherwise (empty included).
@@ -41,7 +39,5 @@ Result<HostPort> parse_host_port(std::string_view text, BareIpv6 bare = BareIpv6
 
 // "host:port", or "[v6]:port" when the host contains ':'.
 std::string join_host_port(std::string_view host, std::uint16_t port);
-// The host as written in a URL or HOST:PORT: "[v6]" when it contains ':', else unchanged.
-std::string bracket_host(std::string_view host);
 
 }  // namespace ddp

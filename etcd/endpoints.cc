@@ -15,20 +15,14 @@ Result<Endpoint> parse_one(std::string_view text) {
                             ": only http:// or https:// (or no scheme) is understood");
   }
   while (!text.empty() && text.back() == '/') text.remove_suffix(1);
-  auto parts = split_host_port(text);
-  if (!parts)
-    return invalid_argument("--rdzv-endpoint " + original + ": " + parts.status().message());
-  Endpoint e;
-  e.host = std::string(parts->host);
-  if (e.host.empty()) return invalid_argument("--rdzv-endpoint '" + original + "' has no host");
-  if (parts->port) {
-    auto port = parse_port(*parts->port);
-    if (!port) {
-      return invalid_argument("--rdzv-endpoint " + original +
-                              ": the port must be 1 to 65535 (HOST[:PORT], default 2379)");
-    }
-    e.port = *port;
+  auto parsed = parse_host_port(text);
+  if (!parsed) {
+    return invalid_argument("--rdzv-endpoint " + original + ": " + parsed.status().message() +
+                            " (HOST[:PORT], default 2379)");
   }
+  Endpoint e;
+  e.host = std::move(parsed->host);
+  e.port = parsed->port.value_or(kDefaultPort);
   return e;
 }
 

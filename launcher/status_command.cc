@@ -109,21 +109,13 @@ Result<StatusArgs> parse_status_args(const std::vector<std::string>& args) {
   }
   const std::string& endpoint = positional[0];
   // A name, an IPv4 address, [ADDR]:PORT, or a bare IPv6 address (without a port).
-  auto parts = split_host_port(endpoint, BareIpv6::kHost);
-  if (!parts) {
-    return invalid_argument("'" + endpoint + "': " + parts.status().message() +
-                            "; write [ADDR]:PORT");
+  auto parsed = parse_host_port(endpoint, BareIpv6::kHost);
+  if (!parsed) {
+    return invalid_argument("'" + endpoint + "': " + parsed.status().message() +
+                            "; usage: ddprun status HOST[:PORT], [ADDR]:PORT for IPv6");
   }
-  if (parts->host.empty()) return invalid_argument("empty HOST; usage: ddprun status HOST[:PORT]");
-  out.host = std::string(parts->host);
-  if (parts->port) {
-    auto port = parse_port(*parts->port);
-    if (!port) {
-      return invalid_argument("status port '" + std::string(*parts->port) +
-                              "' is not a port number (1..65535)");
-    }
-    out.port = *port;
-  }
+  out.host = parsed->host;
+  out.port = parsed->port.value_or(out.port);
   if (positional.size() == 2) out.run_id = positional[1];
   return out;
 }

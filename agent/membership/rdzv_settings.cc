@@ -30,21 +30,13 @@ Status parse_endpoint(const AgentConfig& config, RdzvSettings& s) {
                             std::to_string(config.max_nodes) +
                             " needs --rdzv-endpoint HOST[:PORT] (the same on every node)");
   }
-  auto parts = split_host_port(text);
-  if (!parts) {
-    return invalid_argument("--rdzv-endpoint " + text + ": " + parts.status().message() +
+  auto parsed = parse_host_port(text);
+  if (!parsed) {
+    return invalid_argument("--rdzv-endpoint " + text + ": " + parsed.status().message() +
                             " (HOST[:PORT], default 29400)");
   }
-  s.host = std::string(parts->host);
-  if (parts->port) {
-    auto port = parse_port(*parts->port);
-    if (!port) {
-      return invalid_argument("--rdzv-endpoint " + text +
-                              ": the port must be 1 to 65535 (HOST[:PORT], default 29400)");
-    }
-    s.port = *port;
-  }
-  if (s.host.empty()) return invalid_argument("--rdzv-endpoint " + text + " has no host");
+  s.host = parsed->host;
+  s.port = parsed->port.value_or(s.port);
   return Status::ok();
 }
 
