@@ -29,6 +29,7 @@
 #include "agent/stdin_watch.h"
 #include "agent/workers/supervised_workers.h"
 #include "agent/workers/worker_env.h"
+#include "common/host_identity.h"
 #include "proc/death_watch.h"
 #include "proc/signal_router.h"
 
@@ -163,7 +164,7 @@ int run(const AgentConfig& config) {
   // starts (one line, exit 2, as the launcher reports bad input).
   std::unique_ptr<EventSink> sink;
   if (config.event_log) {
-    auto opened = FileEventSink::open(expand_event_log_path(*config.event_log, this_host()));
+    auto opened = FileEventSink::open(expand_event_log_path(*config.event_log, host_name()));
     if (!opened) {
       std::fprintf(stderr, "ddprun: error: %s\n", opened.status().message().c_str());
       return 2;

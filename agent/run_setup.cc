@@ -3,12 +3,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
-#include <fstream>
-#include <random>
-
 #include "agent/workers/worker_args.h"
+#include "common/host_identity.h"
 
 namespace ddp::agent {
 
@@ -29,22 +25,6 @@ proc::LaunchSpec RunSetup::launch_spec(int attempt, int local_rank) const {
   if (local_rank < static_cast<int>(cpu_affinity.size()))
     spec.cpu_affinity = cpu_affinity[local_rank];
   return spec;
-}
-
-std::string random_run_id() {
-  std::array<unsigned char, 16> bytes{};
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  if (!urandom.read(reinterpret_cast<char*>(bytes.data()), bytes.size())) {
-    std::random_device rd;  // fallback; /dev/urandom exists on every Linux
-    for (auto& b : bytes) b = static_cast<unsigned char>(rd());
-  }
-  std::string out;
-  char hex[3];
-  for (unsigned char b : bytes) {
-    std::snprintf(hex, sizeof hex, "%02x", b);
-    out += hex;
-  }
-  return out;
 }
 
 namespace {
@@ -71,11 +51,6 @@ Result<std::filesystem::path> make_log_dir(const AgentConfig& config) {
 
 }  // namespace
 
-std::string this_host() {
-  char host[256] = {};
-  return ::gethostname(host, sizeof host - 1) == 0 ? host : "localhost";
-}
-
 Result<RunSetup> prepare_run(const AgentConfig& config) {
   if (config.worker_argv.empty()) return invalid_argument("no worker program to run");
   if (config.nproc_per_node < 1) {
@@ -85,7 +60,7 @@ Result<RunSetup> prepare_run(const AgentConfig& config) {
   setup.base_env = current_environment();
   setup.worker_argv = config.worker_argv;
   setup.cpu_affinity = config.cpu_affinity;
-  setup.hostname = this_host();
+  setup.hostname = host_name();
 
   GroupContext& g = setup.group;
   g.role = config.role;

@@ -44,10 +44,4 @@ inline bool is_multinode(const AgentConfig& config) {
          (config.min_nodes > 1 || config.max_nodes > 1 || config.exit_on_stdin_eof);
 }
 
-// This machine's hostname ("localhost" when it cannot be read): RunSetup::hostname.
-std::string this_host();
-
-// 32 random hex digits from /dev/urandom (the run id of a standalone job).
-std::string random_run_id();
-
 }  // namespace ddp::agent

@@ -19,9 +19,9 @@ void StdinWatch::start(std::function<void(const std::string& why)> on_closed) {
   int fd = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
   if (fd < 0) {
     std::string why = std::string("stdin: ") + std::strerror(errno);
-    asio::post(in_.get_executor(), [this, why, alive = std::weak_ptr<int>(alive_)] {
-      if (!alive.expired() && on_closed_) on_closed_(why);
-    });
+    asio::post(in_.get_executor(), life_.guard([this, why] {
+      if (on_closed_) on_closed_(why);
+    }));
     return;
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -30,9 +30,9 @@ void StdinWatch::start(std::function<void(const std::string& why)> on_closed) {
   if (ec) {
     ::close(fd);
     std::string why = "stdin cannot be watched: " + ec.message();
-    asio::post(in_.get_executor(), [this, why, alive = std::weak_ptr<int>(alive_)] {
-      if (!alive.expired() && on_closed_) on_closed_(why);
-    });
+    asio::post(in_.get_executor(), life_.guard([this, why] {
+      if (on_closed_) on_closed_(why);
+    }));
     return;
   }
   wait();
@@ -46,10 +46,8 @@ void StdinWatch::cancel() {
 
 void StdinWatch::wait() {
   in_.async_wait(asio::posix::stream_descriptor::wait_read,
-                 [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-                   if (alive.expired() || ec == asio::error::operation_aborted || !on_closed_) {
-                     return;
-                   }
+                 life_.guard([this](const boost::system::error_code& ec) {
+                   if (ec == asio::error::operation_aborted || !on_closed_) return;
                    std::string why = ec ? "stdin: " + ec.message() : "";
                    while (why.empty()) {
                      std::array<char, 4096> buffer;
@@ -62,7 +60,7 @@ void StdinWatch::wait() {
                    auto callback = std::move(on_closed_);
                    on_closed_ = nullptr;
                    callback(why);
-                 });
+                 }));
 }
 
 }  // namespace ddp::agent

@@ -10,8 +10,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <functional>
-#include <memory>
 #include <string>
+
+#include "common/lifetime.h"
 
 namespace ddp::agent {
 
@@ -31,7 +32,7 @@ class StdinWatch {
 
   boost::asio::posix::stream_descriptor in_;
   std::function<void(const std::string&)> on_closed_;
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  Lifetime life_;  // last: handlers queued when this dies touch nothing
 };
 
 }  // namespace ddp::agent

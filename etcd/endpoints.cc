@@ -1,6 +1,6 @@
 #include "etcd/endpoints.h"
 
-#include <charconv>
+#include "common/host_port.h"
 
 namespace ddp::etcd {
 namespace {
@@ -15,44 +15,20 @@ Result<Endpoint> parse_one(std::string_view text) {
                             ": only http:// or https:// (or no scheme) is understood");
   }
   while (!text.empty() && text.back() == '/') text.remove_suffix(1);
+  auto parsed = parse_host_port(text);
+  if (!parsed) {
+    return invalid_argument("--rdzv-endpoint " + original + ": " + parsed.status().message() +
+                            " (HOST[:PORT], default 2379)");
+  }
   Endpoint e;
-  std::string_view port_text;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string_view::npos)
-      return invalid_argument("--rdzv-endpoint " + original + ": no ']'");
-    e.host = std::string(text.substr(1, close - 1));
-    if (close + 1 < text.size()) {
-      if (text[close + 1] != ':')
-        return invalid_argument("--rdzv-endpoint " + original + ": junk after ']'");
-      port_text = text.substr(close + 2);
-    }
-  } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
-    e.host = std::string(text.substr(0, colon));
-    port_text = text.substr(colon + 1);
-  } else {
-    e.host = std::string(text);
-  }
-  if (e.host.empty()) return invalid_argument("--rdzv-endpoint '" + original + "' has no host");
-  if (!port_text.empty() || text.back() == ':') {
-    unsigned port = 0;
-    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
-        port > 65535) {
-      return invalid_argument("--rdzv-endpoint " + original +
-                              ": the port must be 1 to 65535 (HOST[:PORT], default 2379)");
-    }
-    e.port = static_cast<std::uint16_t>(port);
-  }
+  e.host = std::move(parsed->host);
+  e.port = parsed->port.value_or(kDefaultPort);
   return e;
 }
 
 }  // namespace
 
-std::string Endpoint::to_string() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
+std::string Endpoint::to_string() const { return join_host_port(host, port); }
 
 Result<std::vector<Endpoint>> parse_endpoints(std::string_view text) {
   std::vector<Endpoint> out;

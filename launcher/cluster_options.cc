@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "agent/membership/etcd_settings.h"
+#include "common/host_port.h"
 #include "launcher/agent_args.h"
 #include "launcher/cluster/host_match.h"
 #include "launcher/cluster/pbs_nodefile.h"
@@ -245,10 +246,8 @@ Status apply_allocation_topology(const RawOptions& raw, const LaunchEnvironment&
                               "rendezvous port; unset it for 29400)");
     port = *parsed;
   }
-  const std::string& host = context.endpoint_host;
-  bool v6 = host.find(':') != std::string::npos;
   config.rdzv_backend = "c10d";
-  config.rdzv_endpoint = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  config.rdzv_endpoint = join_host_port(context.endpoint_host, static_cast<std::uint16_t>(port));
   config.rdzv_conf.emplace("is_host", context.node_rank == 0 ? "1" : "0");
   if (!raw.at("local_addr").given) {
     config.local_addr = context.hosts.at(static_cast<std::size_t>(context.node_rank));

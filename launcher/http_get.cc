@@ -7,6 +7,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include "common/host_port.h"
+
 namespace ddp::launcher {
 
 namespace asio = boost::asio;
@@ -15,8 +17,7 @@ namespace http = beast::http;
 
 Result<HttpAnswer> http_get(const std::string& host, std::uint16_t port, const std::string& target,
                             std::chrono::milliseconds deadline) {
-  const std::string where =
-      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  const std::string where = join_host_port(host, port);
   asio::io_context io(1);
   asio::ip::tcp::resolver resolver(io);
   beast::tcp_stream stream(io);

@@ -2,23 +2,11 @@
 // address is loopback cannot be reached from the other machines; say so before they wait.
 #include <string_view>
 
+#include "common/host_port.h"
 #include "launcher/option_steps.h"
 
 namespace ddp::launcher::steps {
 namespace {
-
-// The host part of "host[:port]" ("[::1]:29400" -> "::1").
-std::string_view host_of(std::string_view endpoint) {
-  if (!endpoint.empty() && endpoint.front() == '[') {
-    auto close = endpoint.find(']');
-    return endpoint.substr(1, close == std::string_view::npos ? close : close - 1);
-  }
-  auto colon = endpoint.find(':');
-  if (colon != std::string_view::npos && endpoint.find(':', colon + 1) != std::string_view::npos) {
-    return endpoint;  // a bare IPv6 address
-  }
-  return endpoint.substr(0, colon);
-}
 
 bool is_loopback(std::string_view host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -34,7 +22,8 @@ void notice_loopback(const RawOptions& raw, Invocation& out) {
   // etcd: a list of endpoints; every one on loopback makes the job this machine's only.
   std::string_view first = c.rdzv_endpoint;
   if (etcd) first = first.substr(0, first.find(','));
-  const std::string_view host = static_backend ? c.master_addr : host_of(first);
+  auto parts = split_host_port(first, BareIpv6::kHost);  // "[::1]:29400" -> "::1"
+  const std::string_view host = static_backend ? c.master_addr : parts ? parts->host : first;
   if (!is_loopback(host)) return;
   const bool given =
       raw.at("rdzv_endpoint").given || (static_backend && raw.at("master_addr").given);

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <random>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "agent/membership/etcd_settings.h"
 #include "agent/membership/rdzv_settings.h"
 #include "agent/run_setup.h"
+#include "common/host_identity.h"
 #include "common/logging.h"
 #include "launcher/fanout/fanout.h"
 #include "launcher/gpu_inventory.h"
@@ -40,25 +40,6 @@ int usage_error(const ddp::Status& status) {
   std::replace(message.begin(), message.end(), '\n', ' ');
   std::cerr << "ddprun: error: " << message << std::endl;
   return kUsageExit;
-}
-
-// A random UUID-4 style id for --standalone, like torchrun's.
-std::string random_run_id() {
-  std::random_device device;
-  std::uniform_int_distribution<int> hex(0, 15);
-  std::string id;
-  for (char c : std::string("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx")) {
-    int v = hex(device);
-    if (c == 'y') v = 8 + (v & 3);
-    id += c == '-' || c == '4' ? c : "0123456789abcdef"[v];
-  }
-  return id;
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
 }
 
 // The file-reading seam of parse_command_line ($PBS_NODEFILE, --hostfile).
@@ -88,8 +69,8 @@ int main(int argc, char** argv) {
   auto inventory = ddp::launcher::make_system_gpu_inventory(environment.env);
   environment.gpus = inventory.get();
   environment.cpu_count = std::max(1u, std::thread::hardware_concurrency());
-  environment.standalone_run_id = random_run_id();
-  environment.hostname = host_name();
+  environment.standalone_run_id = ddp::random_run_id();
+  environment.hostname = ddp::host_name();
   std::error_code cwd_error;
   environment.cwd = std::filesystem::current_path(cwd_error).string();
   environment.read_file = read_text_file;

@@ -8,6 +8,8 @@
 #include <csignal>
 #include <limits>
 
+#include "common/host_port.h"
+
 namespace ddp::launcher {
 namespace {
 
@@ -237,29 +239,9 @@ Result<std::map<std::string, std::string>> parse_rdzv_conf(std::string_view text
 
 Status check_endpoint(std::string_view option, std::string_view text) {
   constexpr std::string_view kExpected = "host[:port] with a port from 0 to 65535";
-  std::string_view host = text;
-  std::string_view port;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string_view::npos) return bad(option, text, kExpected);
-    host = text.substr(1, close - 1);
-    std::string_view rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') return bad(option, text, kExpected);
-      port = rest.substr(1);
-      if (port.empty()) return bad(option, text, kExpected);
-    }
-  } else if (auto colon = text.rfind(':'); colon != std::string_view::npos) {
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-    if (port.empty() || host.find(':') != std::string_view::npos) {
-      return bad(option, text, std::string(kExpected) + " (IPv6 hosts go in brackets)");
-    }
-  }
-  long long number = 0;
-  if (host.empty() ||
-      (!port.empty() && (!whole_integer(port, number) || number < 0 || number > 65535))) {
-    return bad(option, text, kExpected);
+  auto parsed = parse_host_port(text, BareIpv6::kRefused, 0);
+  if (!parsed) {
+    return bad(option, text, std::string(kExpected) + " (" + parsed.status().message() + ")");
   }
   return Status::ok();
 }

@@ -1,4 +1,5 @@
 // steps::resolve_rendezvous: node counts and how this node finds the others.
+#include "common/host_port.h"
 #include "launcher/option_steps.h"
 #include "launcher/option_values.h"
 
@@ -97,15 +98,12 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
     }
     // torchrun's static rendezvous uses --rdzv-endpoint, when given, as the master address.
     if (endpoint.given && !endpoint.text.empty()) {
-      std::string_view text = endpoint.text;
-      auto colon = text.rfind(':');
-      bool has_port = colon != std::string_view::npos && text.find(']', colon) == text.npos;
-      std::string host(has_port ? text.substr(0, colon) : text);
-      if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-      config.master_addr = host;
-      if (has_port) {
-        config.master_port =
-            static_cast<std::uint16_t>(std::stoi(std::string(text.substr(colon + 1))));
+      // Checked above (check_endpoint), so it parses; a port of 0 means "not given".
+      auto parsed = parse_host_port(endpoint.text, BareIpv6::kRefused, 0);
+      if (!parsed) return from(endpoint, parsed.status());
+      config.master_addr = parsed->host;
+      if (parsed->port) {
+        config.master_port = *parsed->port;
         config.master_port_given = config.master_port != 0;
       }
     }

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/host_port.h"
 #include "launcher/http_get.h"
 
 namespace ddp::launcher {
@@ -107,37 +107,15 @@ Result<StatusArgs> parse_status_args(const std::vector<std::string>& args) {
         std::string(positional.empty() ? "no HOST given" : "too many arguments") +
         "; usage: ddprun status HOST[:PORT] [RUN_ID] [--json]");
   }
-  std::string endpoint = positional[0];
-  std::string port_text;
-  if (!endpoint.empty() && endpoint.front() == '[') {  // [v6]:port
-    const std::size_t close = endpoint.find(']');
-    if (close == std::string::npos) {
-      return invalid_argument("'" + endpoint + "' has no closing ']'; write [ADDR]:PORT");
-    }
-    if (close + 1 < endpoint.size()) {
-      if (endpoint[close + 1] != ':') {
-        return invalid_argument("'" + endpoint + "': expected ':' after ']'; write [ADDR]:PORT");
-      }
-      port_text = endpoint.substr(close + 2);
-    }
-    out.host = endpoint.substr(1, close - 1);
-  } else if (std::count(endpoint.begin(), endpoint.end(), ':') == 1) {
-    const std::size_t colon = endpoint.find(':');
-    out.host = endpoint.substr(0, colon);
-    port_text = endpoint.substr(colon + 1);
-  } else {
-    out.host = endpoint;  // a name, an IPv4 address or a bare IPv6 address
+  const std::string& endpoint = positional[0];
+  // A name, an IPv4 address, [ADDR]:PORT, or a bare IPv6 address (without a port).
+  auto parsed = parse_host_port(endpoint, BareIpv6::kHost);
+  if (!parsed) {
+    return invalid_argument("'" + endpoint + "': " + parsed.status().message() +
+                            "; usage: ddprun status HOST[:PORT], [ADDR]:PORT for IPv6");
   }
-  if (out.host.empty()) return invalid_argument("empty HOST; usage: ddprun status HOST[:PORT]");
-  if (!port_text.empty() || endpoint.back() == ':') {
-    unsigned port = 0;
-    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
-        port > 65535) {
-      return invalid_argument("status port '" + port_text + "' is not a port number (1..65535)");
-    }
-    out.port = static_cast<std::uint16_t>(port);
-  }
+  out.host = parsed->host;
+  out.port = parsed->port.value_or(out.port);
   if (positional.size() == 2) out.run_id = positional[1];
   return out;
 }

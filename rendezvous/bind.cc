@@ -2,6 +2,8 @@
 
 #include <boost/asio/ip/v6_only.hpp>
 
+#include "common/host_port.h"
+
 namespace ddp::rendezvous {
 namespace {
 
@@ -54,9 +56,7 @@ Status open_and_bind(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, boo
 }  // namespace
 
 std::string format_endpoint(const asio::ip::address& address, std::uint16_t port) {
-  const std::string host = address.to_string();
-  return address.is_v6() ? "[" + host + "]:" + std::to_string(port)
-                         : host + ":" + std::to_string(port);
+  return join_host_port(address.to_string(), port);
 }
 
 Status open_listener(tcp::acceptor& acceptor, const std::string& host, std::uint16_t port,

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/host_port.h"
 #include "proc/open_file_limit.h"
 #include "proc/signal_router.h"
 #include "rendezvous/status/status_server.h"
@@ -53,9 +54,6 @@ Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
     Status written = write_port_file(options.port_file, server->port());
     if (!written) return written;
   }
-  auto bracketed = [](const std::string& host) {
-    return host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  };
   if (options.status_port) {
     status::StatusOptions status_options;
     status_options.host = options.server.host;
@@ -67,10 +65,10 @@ Status run_daemon(const DaemonOptions& options, std::ostream& ready) {
       Status written = write_port_file(options.status_port_file, status_server->port());
       if (!written) return written;
     }
-    ready << "status on http://" << bracketed(status_server->host()) << ':' << status_server->port()
+    ready << "status on http://" << join_host_port(status_server->host(), status_server->port())
           << "/\n";
   }
-  ready << "listening on " << bracketed(server->host()) << ':' << server->port() << std::endl;
+  ready << "listening on " << join_host_port(server->host(), server->port()) << std::endl;
 
   io.run();
   // The status server first: its connections read the store server's state.

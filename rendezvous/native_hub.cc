@@ -174,11 +174,10 @@ void NativeHub::rearm() {
     return;
   }
   timer_.expires_at(*next);  // cancels a pending wait (its handler sees operation_aborted)
-  timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](boost::system::error_code ec) {
+  timer_.async_wait(life_.guard([this](boost::system::error_code ec) {
     // Re-armed, stopped or destroyed: touch nothing.
-    if (ec || alive.expired()) return;
-    on_timer();
-  });
+    if (!ec) on_timer();
+  }));
 }
 
 void NativeHub::on_timer() {

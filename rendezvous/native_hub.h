@@ -19,13 +19,13 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/lifetime.h"
 #include "rendezvous/auth/gate.h"
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/membership/registry.h"
@@ -111,8 +111,7 @@ class NativeHub {
   rendezvous::membership::NodeId next_id_ = 1;
   std::vector<std::pair<std::string, std::function<void()>>> drain_waiters_;
   bool stopped_ = false;
-  // Expires with the hub: a timer handler already queued when the hub dies sees it gone.
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  Lifetime life_;  // a timer handler already queued when the hub dies sees it gone
 };
 
 }  // namespace ddp::rendezvous

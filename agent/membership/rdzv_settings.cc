@@ -5,6 +5,8 @@
 #include <cmath>
 #include <iterator>
 
+#include "common/host_port.h"
+
 namespace ddp::agent {
 namespace {
 
@@ -28,29 +30,13 @@ Status parse_endpoint(const AgentConfig& config, RdzvSettings& s) {
                             std::to_string(config.max_nodes) +
                             " needs --rdzv-endpoint HOST[:PORT] (the same on every node)");
   }
-  std::string port_text;
-  if (text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string::npos) return invalid_argument("--rdzv-endpoint " + text + ": no ']'");
-    s.host = text.substr(1, close - 1);
-    if (close + 1 < text.size() && text[close + 1] == ':') port_text = text.substr(close + 2);
-  } else if (auto colon = text.rfind(':'); colon != std::string::npos) {
-    s.host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-  } else {
-    s.host = text;
+  auto parsed = parse_host_port(text);
+  if (!parsed) {
+    return invalid_argument("--rdzv-endpoint " + text + ": " + parsed.status().message() +
+                            " (HOST[:PORT], default 29400)");
   }
-  if (!port_text.empty()) {
-    unsigned port = 0;
-    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
-        port > 65535) {
-      return invalid_argument("--rdzv-endpoint " + text +
-                              ": the port must be 1 to 65535 (HOST[:PORT], default 29400)");
-    }
-    s.port = static_cast<std::uint16_t>(port);
-  }
-  if (s.host.empty()) return invalid_argument("--rdzv-endpoint " + text + " has no host");
+  s.host = parsed->host;
+  s.port = parsed->port.value_or(s.port);
   return Status::ok();
 }
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "agent/workers/worker_args.h"
+
 namespace ddp::agent {
 namespace {
 
@@ -142,9 +144,8 @@ std::string format_failure_report(const std::string& name, const std::string& ho
 std::string program_name(const std::vector<std::string>& argv) {
   if (argv.empty()) return "worker";
   auto base = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
-  // As worker_watch.cc's runs_python: python3, python3.11, or a wrapper named so
-  // (scripts/torch2-python): torchrun names the script.
-  if (base(argv[0]).find("python") != std::string::npos) {
+  if (runs_python(argv)) {  // torchrun names the script
+
     for (std::size_t i = 1; i < argv.size(); ++i) {
       if (argv[i] == "-m" && i + 1 < argv.size()) return argv[i + 1];
       if (!argv[i].starts_with("-")) return base(argv[i]);

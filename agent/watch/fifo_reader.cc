@@ -43,13 +43,14 @@ FifoReader::~FifoReader() {
 
 void FifoReader::wait() {
   fifo_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                   [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-                     if (ec || alive.expired()) return;
+                   [this, alive = life_.watch()](const boost::system::error_code& ec) {
+                     if (ec || !alive) return;
+                     // on_bytes_ may destroy this reader: stop reading the moment it does.
                      auto state = proc::drain_pipe(fifo_.native_handle(), [&](std::string_view b) {
                        on_bytes_(b);
-                       return !alive.expired();
+                       return static_cast<bool>(alive);
                      });
-                     if (!alive.expired() && state == proc::PipeState::kOpen) wait();
+                     if (alive && state == proc::PipeState::kOpen) wait();
                    });
 }
 

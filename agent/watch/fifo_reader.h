@@ -15,6 +15,7 @@
 #include <memory>
 #include <string_view>
 
+#include "common/lifetime.h"
 #include "common/status.h"
 
 namespace ddp::agent {
@@ -41,7 +42,7 @@ class FifoReader {
   boost::asio::posix::stream_descriptor fifo_;
   std::filesystem::path path_;
   OnBytes on_bytes_;
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  Lifetime life_;  // last: handlers queued when this dies touch nothing
 };
 
 }  // namespace ddp::agent

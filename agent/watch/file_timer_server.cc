@@ -89,10 +89,9 @@ void FileTimerServer::arm() {
   for (const auto& [key, t] : timers_) earliest = std::min(earliest, t.expiration_time);
   const double delay = std::max(0.0, earliest - now_epoch());
   timer_.expires_after(std::chrono::microseconds(static_cast<std::int64_t>(delay * 1e6)));
-  timer_.async_wait(
-      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-        if (!ec && !alive.expired()) expire();
-      });
+  timer_.async_wait(life_.guard([this](const boost::system::error_code& ec) {
+    if (!ec) expire();
+  }));
 }
 
 void FileTimerServer::expire() {

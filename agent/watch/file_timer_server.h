@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "agent/watch/fifo_reader.h"
+#include "common/lifetime.h"
 #include "common/status.h"
 #include "proc/line_splitter.h"
 
@@ -73,7 +74,7 @@ class FileTimerServer {
   proc::LineSplitter lines_{4096};
   std::map<std::pair<pid_t, std::string>, TimerRequest> timers_;
   bool warned_ = false;
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  Lifetime life_;  // last: handlers queued when this dies touch nothing
 };
 
 }  // namespace ddp::agent

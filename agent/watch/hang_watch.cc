@@ -52,12 +52,11 @@ void HangWatch::arm() {
   if (!deadline) return;
   armed_ = true;
   timer_.expires_at(*deadline);
-  timer_.async_wait(
-      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-        if (ec || alive.expired()) return;
-        armed_ = false;
-        check();
-      });
+  timer_.async_wait(life_.guard([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    armed_ = false;
+    check();
+  }));
 }
 
 void HangWatch::check() {

@@ -17,6 +17,7 @@
 #include "agent/watch/beat_channel.h"
 #include "agent/watch/hang_judge.h"
 #include "agent/workers/workers.h"
+#include "common/lifetime.h"
 
 namespace ddp::agent {
 
@@ -57,7 +58,7 @@ class HangWatch {
   boost::asio::steady_timer timer_;
   bool armed_ = false;
   bool done_ = false;
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  Lifetime life_;  // last: handlers queued when this dies touch nothing
 };
 
 }  // namespace ddp::agent

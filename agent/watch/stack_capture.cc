@@ -78,29 +78,28 @@ void StackCapture::capture(std::vector<StackTarget> targets,
     if (t.python && channels_.contains(t.local_rank)) {
       p->offsets[t.local_rank] = received_[t.local_rank].size();
       auto timer = std::make_unique<boost::asio::steady_timer>(io_, kPythonLimit);
-      timer->async_wait([this, p, rank = t.local_rank,
-                         alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-        if (ec || alive.expired() || pending_ != p) return;
-        finish_one(rank);
-      });
+      timer->async_wait(
+          life_.guard([this, p, rank = t.local_rank](const boost::system::error_code& ec) {
+            if (!ec && pending_ == p) finish_one(rank);
+          }));
       p->timers[t.local_rank] = std::move(timer);
       if (::kill(t.pid, python_signal_) != 0) {
         p->stacks[t.local_rank].note = std::string("cannot signal it: ") + std::strerror(errno);
         p->timers.erase(t.local_rank);
-        boost::asio::post(io_, [this, p, rank = t.local_rank] {
+        boost::asio::post(io_, life_.guard([this, p, rank = t.local_rank] {
           if (pending_ == p) finish_one(rank);
-        });
+        }));
       }
       continue;
     }
     if (!run_gdb_) {
       p->stacks[t.local_rank].note = "no stack could be taken (no debugger available)";
-      boost::asio::post(io_, [this, p, rank = t.local_rank] {
+      boost::asio::post(io_, life_.guard([this, p, rank = t.local_rank] {
         if (pending_ == p) finish_one(rank);
-      });
+      }));
       continue;
     }
-    run_gdb_(t.pid, [this, p, rank = t.local_rank](Result<std::string> out) {
+    run_gdb_(t.pid, life_.guard([this, p, rank = t.local_rank](Result<std::string> out) {
       if (pending_ != p) return;
       if (out) {
         p->stacks[rank].text = std::move(out).value();
@@ -109,7 +108,7 @@ void StackCapture::capture(std::vector<StackTarget> targets,
         p->stacks[rank].note = "no stack could be taken: " + out.status().message();
       }
       finish_one(rank);
-    });
+    }));
   }
 }
 
@@ -123,11 +122,9 @@ void StackCapture::python_bytes(int local_rank, std::string_view bytes) {
   if (received_[local_rank].back() != '\n') return;
   auto& timer = p->timers[local_rank];
   timer->expires_after(kQuiet);
-  timer->async_wait([this, p, local_rank,
-                     alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-    if (ec || alive.expired() || pending_ != p) return;
-    finish_one(local_rank);
-  });
+  timer->async_wait(life_.guard([this, p, local_rank](const boost::system::error_code& ec) {
+    if (!ec && pending_ == p) finish_one(local_rank);
+  }));
 }
 
 void StackCapture::finish_one(int local_rank) {

@@ -9,7 +9,8 @@
 //  - Native workers: `gdb -batch -p PID -ex "thread apply all bt"` through `run_gdb`, where gdb
 //    is installed (else a note saying no stack could be taken); its exit ends the capture.
 //
-// Threading: the io_context's thread; `done` runs there once, never inside capture().
+// Threading: the io_context's thread; `done` runs there once, never inside capture(). Destroying
+// the capture drops one in progress: `done` is not called and no handler touches it after.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "agent/watch/fifo_reader.h"
+#include "common/lifetime.h"
 #include "common/status.h"
 
 namespace ddp::agent {
@@ -70,7 +72,7 @@ class StackCapture {
   std::map<int, std::unique_ptr<FifoReader>> channels_;  // by local rank
   std::map<int, std::string> received_;                  // what each channel brought so far
   std::shared_ptr<Pending> pending_;                     // the capture in progress
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  Lifetime life_;  // last: handlers queued when this dies touch nothing
 };
 
 }  // namespace ddp::agent

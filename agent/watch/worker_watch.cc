@@ -7,15 +7,10 @@
 #include <cstring>
 
 #include "agent/workers/python_stack_hook.h"
+#include "agent/workers/worker_args.h"
 
 namespace ddp::agent {
 namespace {
-
-// python3, python3.11, or a wrapper named so (a venv's or a chroot's: scripts/torch2-python).
-bool runs_python(const std::vector<std::string>& argv) {
-  if (argv.empty()) return false;
-  return std::filesystem::path(argv[0]).filename().string().find("python") != std::string::npos;
-}
 
 int stack_signal() { return SIGRTMIN + 3; }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "agent/workers/safe_substitute.h"
+#include "common/host_identity.h"
 
 namespace ddp::agent {
 namespace {
@@ -23,12 +24,6 @@ void write_all(int fd, std::string_view bytes) {
     if (n <= 0) return;  // a closed console or full disk: output is best effort
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
-}
-
-std::string this_host() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
 }
 
 int stream_index(proc::StreamId stream) { return stream == proc::StreamId::kStdout ? 0 : 1; }
@@ -82,7 +77,7 @@ OutputRouter::OutputRouter(const AgentConfig& config, bool log_dir_given, int co
     : config_(config),
       log_dir_given_(log_dir_given),
       console_fd_{console_out_fd, console_err_fd},
-      hostname_(this_host()) {
+      hostname_(host_name()) {
   for (int r = 0; r < config.nproc_per_node; ++r) {
     for (proc::StreamId s : {proc::StreamId::kStdout, proc::StreamId::kStderr}) {
       auto sink = std::make_unique<Sink>();

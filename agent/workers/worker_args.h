@@ -1,5 +1,6 @@
-// The per-worker arguments: torchrun's `${local_rank}` macro. torchelastic passes every
-// worker argument through Python's string.Template(arg).safe_substitute(local_rank=N), so
+// The worker command line: whether it runs Python, and torchrun's `${local_rank}` macro.
+// torchelastic passes every worker argument through Python's
+// string.Template(arg).safe_substitute(local_rank=N), so
 // `$local_rank` and `${local_rank}` become the worker's local rank, `$$` becomes `$`, and any
 // other `$` text is left as it is. ddprun does the same, which is also how
 // `--local-rank-arg` (torch.distributed.launch's `--local_rank=<n>`) reaches each worker: the
@@ -10,6 +11,11 @@
 #include <vector>
 
 namespace ddp::agent {
+
+// Whether the workers are Python: argv[0]'s file name contains "python" (python3, python3.11,
+// or a wrapper named so: a venv's, scripts/torch2-python). Decides the stack hook and how
+// reports name the program.
+bool runs_python(const std::vector<std::string>& argv);
 
 // The macro torchrun substitutes (torch.distributed.elastic.utils.api.macros.local_rank).
 inline constexpr const char* kLocalRankMacro = "${local_rank}";

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/host_port.h"
 #include "launcher/cluster/host_match.h"
 
 namespace ddp::launcher::cluster {
@@ -67,33 +68,14 @@ Result<std::vector<HostSlots>> parse_hosts_option(std::string_view text) {
     std::string_view item = text.substr(start, comma - start);
     std::string where = "--hosts " + std::string(text) + ": ";
     HostSlots entry;
-    std::string_view host = item;
-    std::string_view slots;
-    bool has_slots = false;
-    if (!item.empty() && item.front() == '[') {  // [ipv6]:slots
-      auto close = item.find(']');
-      if (close == std::string_view::npos) {
-        return invalid_argument(where + "'" + std::string(item) + "' has no closing ']'");
-      }
-      host = item.substr(1, close - 1);
-      std::string_view rest = item.substr(close + 1);
-      if (!rest.empty()) {
-        if (rest.front() != ':') {
-          return invalid_argument(where + "expected ':SLOTS' after ']' in '" + std::string(item) +
-                                  "'");
-        }
-        slots = rest.substr(1);
-        has_slots = true;
-      }
-    } else if (auto colon = item.rfind(':'); colon != std::string_view::npos) {
-      if (item.find(':') != colon) {
-        return invalid_argument(where + "'" + std::string(item) +
-                                "': write an IPv6 address in brackets, [fd00::2]:4");
-      }
-      host = item.substr(0, colon);
-      slots = item.substr(colon + 1);
-      has_slots = true;
+    auto parts = split_host_port(item);  // HOST[:SLOTS], [IPv6][:SLOTS]
+    if (!parts) {
+      return invalid_argument(where + "'" + std::string(item) + "': " + parts.status().message() +
+                              "; write HOST, HOST:SLOTS or [IPv6]:SLOTS, as in [fd00::2]:4");
     }
+    std::string_view host = parts->host;
+    const bool has_slots = parts->port.has_value();
+    std::string_view slots = parts->port.value_or("");
     if (Status s = check_host_name(host, where); !s) return s;
     if (has_slots) {
       int n = 0;

@@ -12,6 +12,7 @@
 #include "agent/membership/etcd_settings.h"
 #include "agent/membership/rdzv_settings.h"
 #include "agent/report/job_report.h"
+#include "common/host_port.h"
 #include "common/signal_name.h"
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/fanout/command_runs.h"
@@ -49,11 +50,6 @@ std::string first_node(const launcher::LaunchPlan& plan) {
   return plan.kind == Kind::kPbs ? plan.pbs_nodes.front().host : plan.hosts.front().host;
 }
 
-std::string endpoint_of(const std::string& host, std::uint16_t port) {
-  bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 // The running fan-out: the daemon (none for an etcd job), the ssh/pbsdsh children, their
 // output, signals, timers.
 class Fanout final : public proc::ProcessObserver {
@@ -84,7 +80,7 @@ class Fanout final : public proc::ProcessObserver {
       auto server = rendezvous::Server::start(io_, options);
       if (!server) return usage_error("cannot host the rendezvous: " + server.status().message());
       server_ = std::move(server).value();
-      site.endpoint = endpoint_of(site.endpoint, server_->port());
+      site.endpoint = join_host_port(site.endpoint, server_->port());
       if (flavor) {
         auto file = write_secret_file(site.cwd, secret_);
         if (!file) return usage_error(file.status().message());

@@ -19,7 +19,7 @@ TEST_CASE("run setup: paths, run id and per-attempt launch specs", "[run_setup]"
   auto setup = prepare_run(c);
   REQUIRE(setup);
   CHECK(std::filesystem::is_directory(dir));
-  CHECK(setup->group.run_id.size() == 32);
+  CHECK(setup->group.run_id.size() == 36);  // a UUID, as the launcher gives --standalone
   CHECK(setup->group.master_addr == "127.0.0.1");
   CHECK(setup->error_file(1, 0) ==
         std::filesystem::absolute(dir) / "attempt_1" / "0" / "error.json");

@@ -30,3 +30,13 @@ TEST_CASE("worker arguments substitute ${local_rank} as torchrun does", "[agent]
             std::vector<std::string>{"python3", "-u", "a.py", "--local-rank=$local_rank"}, 12) ==
         std::vector<std::string>{"python3", "-u", "a.py", "--local-rank=12"});
 }
+
+TEST_CASE("workers run Python when argv[0]'s file name says python", "[agent]") {
+  using ddp::agent::runs_python;
+  CHECK(runs_python({"python3", "train.py"}));
+  CHECK(runs_python({"/usr/bin/python3.11", "-u", "x.py"}));
+  CHECK(runs_python({"/x/scripts/torch2-python", "x.py"}));
+  CHECK_FALSE(runs_python({"/opt/bin/worker", "python"}));
+  CHECK_FALSE(runs_python({"/opt/python/bin/worker"}));
+  CHECK_FALSE(runs_python({}));
+}
