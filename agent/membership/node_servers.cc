@@ -107,12 +107,6 @@ std::string NodeServers::daemon_host() const {
   return daemon_connect_host_.empty() ? rdzv_.host : daemon_connect_host_;
 }
 
-void NodeServers::begin_store_round() {
-  rendezvous::Server* store = store_ ? store_.get() : daemon_.get();  // static: the daemon
-  if (store != nullptr && store_used_) store->reset_store();
-  store_used_ = true;
-}
-
 void NodeServers::when_drained(std::function<void()> done) {
   if (daemon_ == nullptr) {
     boost::asio::post(io_, std::move(done));

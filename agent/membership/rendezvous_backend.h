@@ -1,7 +1,9 @@
 // The seam between the agent's policy (agent_machine.h) and a rendezvous: how this node joins
 // a job, learns its place in each round, hears that the job wants its workers stopped or is
-// over, reports what its workers did, and leaves. Implementations: LocalBackend (one node, no
-// peers), NativeBackend (c10d and static: ddprun's rendezvous daemon, embedded or standalone).
+// over, reports what its workers did, and leaves. One implementation: MembershipBackend
+// (membership_backend.h) over a link to the job's membership (membership_link.h): LocalLink
+// (one node: its own Job), NativeLink (c10d and static: ddprun's rendezvous daemon, embedded
+// or standalone), EtcdLink (etcd).
 //
 // Contract (what every backend, including one on a replicated store such as etcd v3, must do):
 // - join(events) starts joining, asynchronously. From then on the backend delivers, on the

@@ -1,0 +1,160 @@
+#include "agent/membership/native_link.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "agent/membership/daemon_connect.h"
+
+namespace ddp::agent {
+
+namespace membership = rendezvous::membership;
+using namespace std::chrono_literals;
+
+Result<std::unique_ptr<NativeLink>> NativeLink::start(boost::asio::io_context& io,
+                                                      const AgentConfig& config,
+                                                      const RunSetup& setup, RdzvSettings rdzv) {
+  auto link = std::make_unique<NativeLink>(io, config, setup, std::move(rdzv));
+  if (Status s = link->servers_.start(); !s) return s;
+  return link;
+}
+
+NativeLink::NativeLink(boost::asio::io_context& io, const AgentConfig& config,
+                       const RunSetup& setup, RdzvSettings rdzv)
+    : io_(io),
+      config_(config),
+      setup_(setup),
+      rdzv_(std::move(rdzv)),
+      servers_(io, config, rdzv_, setup.group.run_id),
+      rejoin_timer_(io) {}
+
+NativeLink::~NativeLink() { close(); }
+
+bool NativeLink::retries_connecting() const { return rdzv_.node_rank && *rdzv_.node_rank != 0; }
+
+void NativeLink::open(LinkEvents& events) {
+  events_ = &events;
+  connect_deadline_ = std::chrono::steady_clock::now() + rdzv_.config.join_timeout;
+  connect();
+}
+
+void NativeLink::connect() {
+  DaemonEndpoint e;
+  e.host = servers_.daemon_host();
+  e.port = rdzv_.port;
+  e.attempt_timeout = rdzv_.connect_timeout;
+  if (retries_connecting()) {
+    e.retry_for = std::max(std::chrono::milliseconds(1),
+                           std::chrono::duration_cast<std::chrono::milliseconds>(
+                               connect_deadline_ - std::chrono::steady_clock::now()));
+  } else if (!servers_.hosts_daemon()) {
+    e.retry_for = rdzv_.connect_timeout;
+  }
+  connect_daemon(
+      io_,
+      {.on_event = life_.guard([this](const membership::Payload& p) { on_push(p); }),
+       .on_disconnect = life_.guard([this](const Status& s) {
+         lost(Status(s.code(), "lost the rendezvous daemon: " + s.message()));
+       })},
+      e, [this, alive = life_.watch()](Result<std::shared_ptr<rendezvous::RdzvClient>> client) {
+        if (!alive) {
+          if (client) (*client)->close();
+          return;
+        }
+        if (!client)
+          return lost(Status(client.status().code(), unreachable_message(client.status())));
+        client_ = std::move(client).value();
+        if (rdzv_.secret) client_->use_secret(*rdzv_.secret);
+        send_join();
+      });
+}
+
+std::string NativeLink::unreachable_message(const Status& s) const {
+  if (!rdzv_.node_rank) {
+    return s.message() +
+           "; start the agent on the --rdzv-endpoint host (it hosts the "
+           "rendezvous) or a ddp-rendezvous there, check the endpoint, or raise --rdzv-conf "
+           "read_timeout";
+  }
+  return "node rank " + std::to_string(*rdzv_.node_rank) + ": " + s.message() +
+         "; start the agent with --node-rank 0 on " + rdzv_.host +
+         " (every node passes the same --master-addr and --master-port), or raise "
+         "--rdzv-conf join_timeout";
+}
+
+void NativeLink::send_join() {
+  membership::JoinRequest request = node_join(config_, setup_, rdzv_.config, servers_.store_port());
+  request.node_rank = rdzv_.node_rank;
+  client_->join(request, life_.guard([this](Result<membership::Joined> joined) {
+    if (!joined && retries_connecting() && joined.status().code() == ErrorCode::kJobFinished &&
+        std::chrono::steady_clock::now() < connect_deadline_) {
+      // Node rank 0 of the previous job on this port still lingers at its exit barrier
+      // (back-to-back static jobs): wait for this job's node rank 0 to take the port.
+      spdlog::info("{}:{} still serves a finished job; retrying", rdzv_.host, rdzv_.port);
+      client_->close();
+      client_.reset();
+      rejoin_timer_.expires_after(100ms);  // a pause: nothing signals that daemon's exit
+      rejoin_timer_.async_wait(life_.guard([this](const boost::system::error_code& ec) {
+        if (!ec) connect();
+      }));
+      return;
+    }
+    if (!joined) {
+      return lost(
+          Status(joined.status().code(), "rendezvous refused: " + joined.status().message()));
+    }
+    spdlog::info("joined job {} for round {}{}", setup_.group.run_id, joined->round,
+                 joined->waiting ? " (waiting: a round is running)" : "");
+    events_->on_payload(*joined);
+  }));
+}
+
+void NativeLink::on_push(membership::Payload payload) {
+  if (auto* r = std::get_if<membership::RoundComplete>(&payload); r && rdzv_.node_rank) {
+    // Static backend: the workers' store is the daemon on --master-addr:--master-port.
+    r->store_addr = rdzv_.host;
+    r->store_port = rdzv_.port;
+  }
+  events_->on_payload(payload);
+}
+
+void NativeLink::send(const membership::Request& request) {
+  if (!client_ || !client_->is_open()) return;
+  std::visit(
+      [this](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, membership::ReportSuccess>) {
+          client_->report_success(r.round);
+        } else if constexpr (std::is_same_v<T, membership::ReportFailure>) {
+          client_->report_failure(r.round, r.failures);
+        } else if constexpr (std::is_same_v<T, membership::WorkersStopped>) {
+          client_->workers_stopped(r.round);
+        } else if constexpr (std::is_same_v<T, membership::QueryWaiting>) {
+          client_->query_waiting();
+        } else if constexpr (std::is_same_v<T, membership::Leave>) {
+          client_->leave(r.reason);
+        }  // JOIN is open()'s; heartbeats are the client's own
+      },
+      request);
+}
+
+void NativeLink::wait_finished(std::function<void()> done) {
+  // A node's closed connection tells the host it got JobFinished (or is gone).
+  if (client_ && servers_.hosts_daemon()) client_->close();
+  servers_.when_drained(std::move(done));
+}
+
+void NativeLink::lost(Status why) {
+  if (!closed_) events_->on_link_lost(why);
+}
+
+void NativeLink::close() {
+  if (closed_) return;
+  closed_ = true;
+  life_.end();
+  rejoin_timer_.cancel();
+  if (client_ && client_->is_open()) client_->close();
+  servers_.stop();
+}
+
+}  // namespace ddp::agent
