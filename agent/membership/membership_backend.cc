@@ -11,6 +11,51 @@
 namespace ddp::agent {
 
 namespace membership = rendezvous::membership;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The Round a rendezvous' RoundComplete assigns (the workers' store: group rank 0's).
+Round round_of(const rendezvous::membership::RoundComplete& r) {
+  Round round;
+  round.round = r.round;
+  round.restart_count = static_cast<int>(r.restart_count);
+  round.group_rank = static_cast<int>(r.group_rank);
+  round.group_world_size = static_cast<int>(r.group_world_size);
+  round.rank_offset = static_cast<int>(r.rank_offset);
+  round.world_size = static_cast<int>(r.world_size);
+  round.store_addr = r.store_addr;
+  round.store_port = r.store_port;
+  return round;
+}
+
+// Why a rendezvous' ErrorEvent ends this node's part in the job: kPeerGone (the rendezvous
+// removed this node: missed heartbeats or lease, stop timeout) carries its own message; any
+// other code is a rendezvous error (e.g. the join timed out).
+Status lost_status(const rendezvous::membership::ErrorEvent& e) {
+  return Status(e.code,
+                e.code == ErrorCode::kPeerGone ? e.message : "rendezvous error: " + e.message);
+}
+
+double seconds(membership::Duration d) {
+  return std::chrono::duration_cast<std::chrono::duration<double>>(d).count();
+}
+
+void report(const membership::Waiting& w) {
+  if (w.last_call_left) {
+    spdlog::info(
+        "waiting for the other nodes: {} of {}..{} joined; the round forms in {:.1f} s "
+        "(or at once when {} have joined)",
+        w.joined, w.min_nodes, w.max_nodes, seconds(*w.last_call_left), w.max_nodes);
+    return;
+  }
+  spdlog::info(
+      "waiting for the other nodes: {} of {} joined; {:.0f} s left before the join timeout "
+      "(--rdzv-conf join_timeout)",
+      w.joined, w.min_nodes, seconds(w.join_timeout_left));
+}
+
+}  // namespace
 
 std::string advertised_addr(const AgentConfig& config, const RunSetup& setup) {
   return config.local_addr.empty() ? setup.hostname : config.local_addr;
@@ -30,9 +75,7 @@ membership::JoinRequest node_join(const AgentConfig& config, const RunSetup& set
 
 MembershipBackend::MembershipBackend(boost::asio::io_context& io,
                                      std::unique_ptr<MembershipLink> link)
-    : io_(io), link_(std::move(link)), progress_(io, [this] {
-        if (!quiet() && !first_round_seen_) link_->send(membership::QueryWaiting{});
-      }) {}
+    : io_(io), link_(std::move(link)), progress_(io) {}
 
 MembershipBackend::~MembershipBackend() { close(); }
 
@@ -44,14 +87,14 @@ void MembershipBackend::join(RendezvousEvents& events) {
 void MembershipBackend::on_payload(const membership::Payload& payload) {
   if (quiet()) return;
   if (auto* w = std::get_if<membership::Waiting>(&payload)) {
-    if (!first_round_seen_) JoinProgress::report(*w);
+    if (!first_round_seen_) report(*w);
     return;
   }
   if (auto* j = std::get_if<membership::Joined>(&payload)) {
     if (j->waiting) {
-      progress_.stop();  // admitted at the next round, which its arrival triggers
+      progress_.cancel();  // admitted at the next round, which its arrival triggers
     } else if (!first_round_seen_) {
-      progress_.start();
+      ask_progress_after(2s);
     }
     return;
   }
@@ -63,10 +106,19 @@ void MembershipBackend::on_payload(const membership::Payload& payload) {
   }
   if (auto* f = std::get_if<membership::JobFinished>(&payload)) {
     finished_ = true;
-    progress_.stop();
+    progress_.cancel();
     return events_->on_job_finished(*f);
   }
   if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) return on_link_lost(lost_status(*e));
+}
+
+void MembershipBackend::ask_progress_after(std::chrono::seconds delay) {
+  progress_.expires_after(delay);
+  progress_.async_wait(life_.guard([this](const boost::system::error_code& ec) {
+    if (ec || quiet() || first_round_seen_) return;
+    link_->send(membership::QueryWaiting{});
+    ask_progress_after(10s);
+  }));
 }
 
 void MembershipBackend::on_round(const membership::RoundComplete& r) {
@@ -100,7 +152,7 @@ void MembershipBackend::deliver(const membership::RoundComplete& r) {
     store_used_ = true;
   }
   first_round_seen_ = true;
-  progress_.stop();
+  progress_.cancel();
   running_round_ = r.round;
   running_nodes_ = r.group_world_size;
   stop_told_ = false;
@@ -138,7 +190,7 @@ void MembershipBackend::workers_stopped(std::uint64_t round) {
 
 void MembershipBackend::leave(const std::string& reason) {
   left_ = true;
-  progress_.stop();
+  progress_.cancel();
   link_->send(membership::Leave{reason});
 }
 
@@ -149,7 +201,7 @@ void MembershipBackend::wait_finished(std::function<void()> done) {
 void MembershipBackend::on_link_lost(const Status& why) {
   if (closed_ || left_ || lost_) return;
   lost_ = true;
-  progress_.stop();
+  progress_.cancel();
   events_->on_lost(why);
 }
 
@@ -157,7 +209,7 @@ void MembershipBackend::close() {
   if (closed_) return;
   closed_ = true;
   life_.end();
-  progress_.stop();
+  progress_.cancel();
   link_->close();
 }
 

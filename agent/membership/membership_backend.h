@@ -1,10 +1,13 @@
 // The agent's one rendezvous backend (rendezvous_backend.h), over any transport to the job's
 // membership (membership_link.h: native daemon, etcd, or a single node's own Job). What every
 // transport shares lives here:
-//  - the pushes: Joined starts the join progress (join_progress.h) until the first round,
-//    Waiting is logged, RoundComplete becomes on_round (with its log line), StopWorkers
+//  - the pushes: Joined starts the join progress until the first round (after 2 s and then
+//    every 10 s a QueryWaiting, whose Waiting answer is logged: "waiting for the other nodes:
+//    1 of 2 joined; 588 s left before the join timeout"; a round that forms at once prints
+//    nothing; a calm rate and an O(1) question rather than a push to every node per join),
+//    RoundComplete becomes on_round (with its log line), StopWorkers
 //    on_stop_workers, JobFinished on_job_finished (then nothing but on_lost), ErrorEvent
-//    on_lost (lost_status);
+//    on_lost (kPeerGone with the job's message, else "rendezvous error: ...");
 //  - the held round: a round newer than the running one that this node has not answered yet
 //    (a re-formed job: a new coordinator, or a push racing the stop) is held until this node
 //    answered, and the running round gets one stop; on_reform stops the running round once;
@@ -19,10 +22,10 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 
-#include "agent/membership/join_progress.h"
 #include "agent/membership/membership_link.h"
 #include "agent/membership/rendezvous_backend.h"
 #include "common/lifetime.h"
@@ -51,12 +54,13 @@ class MembershipBackend final : public RendezvousBackend, private LinkEvents {
   void deliver(const rendezvous::membership::RoundComplete& r);
   void answered(std::uint64_t round);
   void stop_running(const std::string& detail);
+  void ask_progress_after(std::chrono::seconds delay);
   bool quiet() const { return closed_ || left_ || lost_ || finished_; }
 
   boost::asio::io_context& io_;
   std::unique_ptr<MembershipLink> link_;
   RendezvousEvents* events_ = nullptr;
-  JoinProgress progress_;                       // until the first round: how far the rendezvous is
+  boost::asio::steady_timer progress_;          // until the first round: when to ask how far it is
   std::optional<std::uint64_t> running_round_;  // delivered, not answered yet
   std::uint32_t running_nodes_ = 0;             // the last round's group world size
   bool stop_told_ = false;                      // on_stop_workers given for running_round_

@@ -63,28 +63,6 @@ struct Round {
   std::uint16_t store_port = 0;
 };
 
-// The Round a rendezvous' RoundComplete assigns (the workers' store: group rank 0's).
-inline Round round_of(const rendezvous::membership::RoundComplete& r) {
-  Round round;
-  round.round = r.round;
-  round.restart_count = static_cast<int>(r.restart_count);
-  round.group_rank = static_cast<int>(r.group_rank);
-  round.group_world_size = static_cast<int>(r.group_world_size);
-  round.rank_offset = static_cast<int>(r.rank_offset);
-  round.world_size = static_cast<int>(r.world_size);
-  round.store_addr = r.store_addr;
-  round.store_port = r.store_port;
-  return round;
-}
-
-// Why a rendezvous' ErrorEvent ends this node's part in the job: kPeerGone (the rendezvous
-// removed this node: missed heartbeats or lease, stop timeout) carries its own message; any
-// other code is a rendezvous error (e.g. the join timed out).
-inline Status lost_status(const rendezvous::membership::ErrorEvent& e) {
-  return Status(e.code,
-                e.code == ErrorCode::kPeerGone ? e.message : "rendezvous error: " + e.message);
-}
-
 class RendezvousEvents {
  public:
   virtual ~RendezvousEvents() = default;

@@ -192,7 +192,7 @@ TEST_CASE("nothing after leave or close", "[membership]") {
 TEST_CASE("the join shows its progress until the first round", "[membership]") {
   Harness h;
   h.push(membership::Joined{1, false});
-  // JoinProgress asks after 2 s: wait for the question, with a deadline.
+  // The backend asks after 2 s: wait for the question, with a deadline.
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   h.io.restart();
   while (h.sent<membership::QueryWaiting>() == 0 && std::chrono::steady_clock::now() < deadline) {
