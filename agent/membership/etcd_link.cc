@@ -77,7 +77,6 @@ Result<std::unique_ptr<EtcdLink>> EtcdLink::start(asio::io_context& io, const Ag
 EtcdLink::EtcdLink(asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
                    EtcdSettings settings, proc::DeathWatch* death_watch)
     : io_(io),
-      config_(config),
       setup_(setup),
       settings_(std::move(settings)),
       keys_(settings_.prefix, setup.group.run_id),

@@ -77,7 +77,6 @@ class EtcdLink final : public MembershipLink {
   void lost(Status why);
 
   boost::asio::io_context& io_;
-  const AgentConfig& config_;
   const RunSetup& setup_;
   EtcdSettings settings_;
   rendezvous::EtcdKeys keys_;

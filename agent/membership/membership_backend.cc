@@ -122,9 +122,10 @@ void MembershipBackend::ask_progress_after(std::chrono::seconds delay) {
 }
 
 void MembershipBackend::on_round(const membership::RoundComplete& r) {
-  if (running_round_ && r.round > *running_round_) {
-    // The job formed the next round before this node answered for the running one.
-    held_round_ = r;
+  if (held_round_ || (running_round_ && r.round > *running_round_)) {
+    // The job formed the next round before this node answered for the running one (or one
+    // is held already: the newest is the one to run).
+    if (!held_round_ || r.round > held_round_->round) held_round_ = r;
     return stop_running("the job re-formed");
   }
   deliver(r);
@@ -162,10 +163,11 @@ void MembershipBackend::deliver(const membership::RoundComplete& r) {
 void MembershipBackend::answered(std::uint64_t round) {
   if (running_round_ && *running_round_ == round) running_round_.reset();
   if (!held_round_ || running_round_) return;
-  auto r = *held_round_;
-  held_round_.reset();
-  boost::asio::post(io_, life_.guard([this, r] {
-    if (!quiet()) deliver(r);
+  boost::asio::post(io_, life_.guard([this] {
+    if (quiet() || !held_round_) return;
+    auto r = *held_round_;
+    held_round_.reset();
+    deliver(r);
   }));
 }
 

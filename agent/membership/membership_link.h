@@ -13,6 +13,10 @@
 //                     the running round, if any, must stop. Any number of times.
 //     on_link_lost(s) the link ended for good (unreachable, refused, liveness lost); `s` says
 //                     why and the fix. Nothing follows.
+// - Liveness is the link's: heartbeats on a connection, or a lease kept alive; a link that can
+//   tell its membership ended says so (on_link_lost, or the job's ErrorEvent) within its budget
+//   (heartbeat budget, lease TTL). A link that watches keys reads the current state, then
+//   watches from the next revision, so no push is missed.
 // - send(r) sends one request (reports, QueryWaiting, Leave); the join was open()'s. Before
 //   the join was accepted or after the link ended, a report may be dropped.
 // - worker_store(): the workers' store this node serves when it is a round's group rank 0

@@ -4,12 +4,11 @@
 
 #include <algorithm>
 
-#include "agent/membership/daemon_connect.h"
-
 namespace ddp::agent {
 
 namespace membership = rendezvous::membership;
 using namespace std::chrono_literals;
+using std::chrono::milliseconds;
 
 Result<std::unique_ptr<NativeLink>> NativeLink::start(boost::asio::io_context& io,
                                                       const AgentConfig& config,
@@ -26,7 +25,7 @@ NativeLink::NativeLink(boost::asio::io_context& io, const AgentConfig& config,
       setup_(setup),
       rdzv_(std::move(rdzv)),
       servers_(io, config, rdzv_, setup.group.run_id),
-      rejoin_timer_(io) {}
+      retry_timer_(io) {}
 
 NativeLink::~NativeLink() { close(); }
 
@@ -34,49 +33,71 @@ bool NativeLink::retries_connecting() const { return rdzv_.node_rank && *rdzv_.n
 
 void NativeLink::open(LinkEvents& events) {
   events_ = &events;
-  connect_deadline_ = std::chrono::steady_clock::now() + rdzv_.config.join_timeout;
+  if (retries_connecting()) {
+    retry_for_ = std::chrono::duration_cast<milliseconds>(rdzv_.config.join_timeout);
+  } else if (!servers_.hosts_daemon()) {
+    retry_for_ = rdzv_.connect_timeout;
+  }
+  connect_deadline_ = Clock::now() + retry_for_;
   connect();
 }
 
 void NativeLink::connect() {
-  DaemonEndpoint e;
-  e.host = servers_.daemon_host();
-  e.port = rdzv_.port;
-  e.attempt_timeout = rdzv_.connect_timeout;
-  if (retries_connecting()) {
-    e.retry_for = std::max(std::chrono::milliseconds(1),
-                           std::chrono::duration_cast<std::chrono::milliseconds>(
-                               connect_deadline_ - std::chrono::steady_clock::now()));
-  } else if (!servers_.hosts_daemon()) {
-    e.retry_for = rdzv_.connect_timeout;
-  }
-  connect_daemon(
-      io_,
-      {.on_event = life_.guard([this](const membership::Payload& p) { on_push(p); }),
-       .on_disconnect = life_.guard([this](const Status& s) {
-         lost(Status(s.code(), "lost the rendezvous daemon: " + s.message()));
-       })},
-      e, [this, alive = life_.watch()](Result<std::shared_ptr<rendezvous::RdzvClient>> client) {
-        if (!alive) {
-          if (client) (*client)->close();
-          return;
-        }
-        if (!client)
-          return lost(Status(client.status().code(), unreachable_message(client.status())));
-        client_ = std::move(client).value();
-        if (rdzv_.secret) client_->use_secret(*rdzv_.secret);
-        send_join();
-      });
+  const auto left = std::chrono::duration_cast<milliseconds>(connect_deadline_ - Clock::now());
+  const milliseconds timeout = retry_for_.count() == 0
+                                   ? rdzv_.connect_timeout
+                                   : std::clamp(left, milliseconds(1), rdzv_.connect_timeout);
+  auto client = rendezvous::RdzvClient::create(
+      io_, {.on_event = life_.guard([this](const membership::Payload& p) { on_push(p); }),
+            .on_disconnect = life_.guard([this](const Status& s) {
+              lost(Status(s.code(), "lost the rendezvous daemon: " + s.message()));
+            })});
+  client->connect(servers_.daemon_host(), rdzv_.port, timeout,
+                  [this, client, alive = life_.watch()](Status s) {
+                    if (!alive) return client->close();
+                    if (!s) return connect_failed(std::move(s));
+                    client_ = client;
+                    if (rdzv_.secret) client_->use_secret(*rdzv_.secret);
+                    send_join();
+                  });
 }
 
-std::string NativeLink::unreachable_message(const Status& s) const {
+void NativeLink::connect_failed(Status s) {
+  // The problem part of a "problem; fix" message: the fix a lower layer suggests (e.g. "check
+  // --rdzv-endpoint") may not be the option this user passed, so the message names its own.
+  const std::string problem = s.message().substr(0, s.message().find("; "));
+  const std::string where = servers_.daemon_host() + ":" + std::to_string(rdzv_.port);
+  if (retry_for_.count() == 0) return lost(Status(s.code(), unreachable_message(s.message())));
+  if (Clock::now() + pause_ >= connect_deadline_) {
+    return lost(Status(ErrorCode::kTimeout,
+                       unreachable_message("cannot reach the rendezvous at " + where + " for " +
+                                           std::to_string(retry_for_.count()) +
+                                           "ms (last attempt: " + problem + ")")));
+  }
+  if (!announced_) {
+    announced_ = true;
+    spdlog::info("the rendezvous at {} is not reachable yet ({}); retrying for up to {}ms", where,
+                 problem, retry_for_.count());
+  }
+  retry_after(pause_);  // nothing signals that a remote port started listening
+  pause_ = std::min(pause_ * 2, milliseconds(1000));
+}
+
+void NativeLink::retry_after(milliseconds pause) {
+  retry_timer_.expires_after(pause);
+  retry_timer_.async_wait(life_.guard([this](const boost::system::error_code& ec) {
+    if (!ec) connect();
+  }));
+}
+
+std::string NativeLink::unreachable_message(const std::string& problem) const {
   if (!rdzv_.node_rank) {
-    return s.message() +
+    return problem +
            "; start the agent on the --rdzv-endpoint host (it hosts the "
            "rendezvous) or a ddp-rendezvous there, check the endpoint, or raise --rdzv-conf "
            "read_timeout";
   }
-  return "node rank " + std::to_string(*rdzv_.node_rank) + ": " + s.message() +
+  return "node rank " + std::to_string(*rdzv_.node_rank) + ": " + problem +
          "; start the agent with --node-rank 0 on " + rdzv_.host +
          " (every node passes the same --master-addr and --master-port), or raise "
          "--rdzv-conf join_timeout";
@@ -87,17 +108,13 @@ void NativeLink::send_join() {
   request.node_rank = rdzv_.node_rank;
   client_->join(request, life_.guard([this](Result<membership::Joined> joined) {
     if (!joined && retries_connecting() && joined.status().code() == ErrorCode::kJobFinished &&
-        std::chrono::steady_clock::now() < connect_deadline_) {
+        Clock::now() < connect_deadline_) {
       // Node rank 0 of the previous job on this port still lingers at its exit barrier
       // (back-to-back static jobs): wait for this job's node rank 0 to take the port.
       spdlog::info("{}:{} still serves a finished job; retrying", rdzv_.host, rdzv_.port);
       client_->close();
       client_.reset();
-      rejoin_timer_.expires_after(100ms);  // a pause: nothing signals that daemon's exit
-      rejoin_timer_.async_wait(life_.guard([this](const boost::system::error_code& ec) {
-        if (!ec) connect();
-      }));
-      return;
+      return retry_after(100ms);  // a pause: nothing signals that daemon's exit
     }
     if (!joined) {
       return lost(
@@ -152,7 +169,7 @@ void NativeLink::close() {
   if (closed_) return;
   closed_ = true;
   life_.end();
-  rejoin_timer_.cancel();
+  retry_timer_.cancel();
   if (client_ && client_->is_open()) client_->close();
   servers_.stop();
 }

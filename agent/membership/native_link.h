@@ -46,12 +46,15 @@ class NativeLink final : public MembershipLink {
   void close() override;
 
  private:
+  using Clock = std::chrono::steady_clock;
   bool retries_connecting() const;
   void connect();
+  void connect_failed(Status s);
+  void retry_after(std::chrono::milliseconds pause);
   void send_join();
   void on_push(rendezvous::membership::Payload payload);
   void lost(Status why);
-  std::string unreachable_message(const Status& s) const;
+  std::string unreachable_message(const std::string& problem) const;
 
   boost::asio::io_context& io_;
   const AgentConfig& config_;
@@ -60,8 +63,13 @@ class NativeLink final : public MembershipLink {
   NodeServers servers_;
   LinkEvents* events_ = nullptr;
   std::shared_ptr<rendezvous::RdzvClient> client_;
-  boost::asio::steady_timer rejoin_timer_;  // static rank > 0: pause before joining again
-  std::chrono::steady_clock::time_point connect_deadline_;  // static rank > 0: retry until
+  // Connecting: one attempt when hosting the daemon; else attempts until connect_deadline_,
+  // paused 50 ms doubling to 1 s (a refused join of a finished job: 100 ms).
+  boost::asio::steady_timer retry_timer_;
+  std::chrono::milliseconds retry_for_{0};
+  Clock::time_point connect_deadline_;
+  std::chrono::milliseconds pause_{50};
+  bool announced_ = false;  // "not reachable yet" logged
   bool closed_ = false;
   Lifetime life_;
 };

@@ -1,10 +1,12 @@
-// What one node of a multi-node job serves (native rendezvous, c10d and static):
+// What one node of a multi-node job serves (c10d and static; etcd: the workers' store only):
 //  - the rendezvous daemon, when this node is the endpoint host (and its status port, with
 //    --status-port, bound like the daemon): c10d is_host=true demands it,
 //    is_host unset tries to bind the endpoint (torchrun's inference: it fails when another agent
 //    or daemon has it or the address is not this machine's), is_host=false never hosts; with
 //    the static backend node rank 0 hosts it on --master-addr:--master-port, and it is the
-//    workers' store too;
+//    workers' store too (held to the end of the job, as torchrun's static rendezvous gives it
+//    to the workers); when that address is not this machine's (a NAT or service address), on
+//    that port of every interface, saying so; a taken port is named with the fix;
 //  - the workers' store (c10d): every node holds a store port for the whole job, and the
 //    round's group-rank-0 node's store is the one every worker uses.
 // The workers' store a group-rank-0 node serves (its own, or with static the daemon) is

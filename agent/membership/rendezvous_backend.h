@@ -5,7 +5,7 @@
 // (one node: its own Job), NativeLink (c10d and static: ddprun's rendezvous daemon, embedded
 // or standalone), EtcdLink (etcd).
 //
-// Contract (what every backend, including one on a replicated store such as etcd v3, must do):
+// Contract:
 // - join(events) starts joining, asynchronously. From then on the backend delivers, on the
 //   agent's io_context thread and never from inside one of its own methods:
 //     on_round(r)          this node's place in a new round (ranks, restart count, the workers'
@@ -20,11 +20,8 @@
 //     on_lost(why)         this node is out of the job for good: the rendezvous refused it,
 //                          timed out its join, removed it (missed heartbeats; for a lease-based
 //                          store, its lease expired), or cannot be reached any more. At most once.
-// - Liveness is the backend's business: heartbeats on a connection, or a lease kept alive. While
-//   the backend believes it is a member, the agent assumes it is. A backend that can tell its
-//   membership ended reports on_lost, within its liveness budget (heartbeat budget, lease TTL).
-// - Pushes may be notifications on a connection or watches on keys: a backend that watches must
-//   read the current state, then watch from the next revision, so no change is missed.
+// - Liveness is the backend's business (its link's: membership_link.h). While the backend
+//   believes it is a member, the agent assumes it is.
 // - report_success/report_failure/workers_stopped answer for one round; at most one of them per
 //   round is sent (the agent guarantees it). The job's answer comes as on_round (a restart or a
 //   re-rendezvous) or on_job_finished.

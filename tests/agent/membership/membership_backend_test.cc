@@ -93,6 +93,18 @@ TEST_CASE("a newer round is held until this node answered, with one stop", "[mem
   CHECK(h.events.stops[1].first == 3);
 }
 
+TEST_CASE("a round pushed while the held one waits for delivery replaces it", "[membership]") {
+  Harness h;
+  h.push(round(1));
+  h.push(round(2));
+  h.backend->report_failure(1, {});
+  h.push(round(3));  // before the held round 2 was delivered: rounds only grow
+  CHECK(h.events.rounds == std::vector<std::uint64_t>{1});
+  h.settle();
+  CHECK(h.events.rounds == std::vector<std::uint64_t>{1, 3});
+  CHECK(h.events.stops.size() == 1);
+}
+
 TEST_CASE("a round after the answer is delivered at once", "[membership]") {
   Harness h;
   h.push(round(1));
