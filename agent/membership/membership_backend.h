@@ -15,7 +15,8 @@
 //    emptied for every round after its first (Server::reset_store), so no worker of a new
 //    attempt sees an earlier attempt's keys (the job starts a round only after every worker of
 //    the last one was reaped);
-//  - on_lost at most once; no event after leave() or close().
+//  - on_lost at most once; no event after leave() or close(); "waiting for the other nodes"
+//    after a success only when the round has other nodes.
 //
 // Threading: the agent's io_context thread. The link is destroyed with the backend, after
 // close(): the agent destroys its backend once its loop stopped (etcd's last words).

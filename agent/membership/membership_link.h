@@ -8,7 +8,8 @@
 //   node key, store port and pinned rank). From then on the link tells `events`, on the
 //   agent's io_context thread and never from inside one of its own methods:
 //     on_payload(p)   a push of the job to this node, in the order the job sent them, once
-//                     each; when the join is accepted, a Joined (waiting or not) first.
+//                     each; when the join is accepted, a Joined (waiting or not; etcd's own
+//                     may come after the coordinator's first pushes).
 //     on_reform(d)    the job re-forms without a push saying so (etcd: its coordinator left);
 //                     the running round, if any, must stop. Any number of times.
 //     on_link_lost(s) the link ended for good (unreachable, refused, liveness lost); `s` says
