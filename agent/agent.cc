@@ -1,6 +1,7 @@
-// run(): builds one node's mechanisms for its kind of job (a LocalBackend for one node, a
-// NativeBackend for c10d and static; the workers; the clock; the report), hands them to the
-// policy (AgentMachine), routes the signals to it, and runs the io_context until it is done.
+// run(): builds one node's mechanisms for its kind of job (the membership backend over a
+// LocalLink for one node, a NativeLink for c10d and static, an EtcdLink for etcd; the workers;
+// the clock; the report), hands them to the policy (AgentMachine), routes the signals to it,
+// and runs the io_context until it is done.
 #include "agent/agent.h"
 
 #include <spdlog/spdlog.h>
@@ -11,16 +12,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <type_traits>
 
 #include "agent/agent_machine.h"
 #include "agent/clock.h"
-#include "agent/membership/etcd_backend.h"
+#include "agent/membership/etcd_link.h"
 #include "agent/membership/etcd_settings.h"
 #include "agent/membership/host_listen.h"
 #include "agent/membership/job_secret.h"
-#include "agent/membership/local_backend.h"
-#include "agent/membership/native_backend.h"
+#include "agent/membership/local_link.h"
+#include "agent/membership/membership_backend.h"
+#include "agent/membership/native_link.h"
 #include "agent/membership/rdzv_settings.h"
 #include "agent/report/event_log.h"
 #include "agent/report/event_sink.h"
@@ -54,22 +55,18 @@ void remove_if_empty(const std::filesystem::path& dir) {
 }
 
 // One node of a single-node job: the workers' store on loopback unless told another address.
-Result<std::unique_ptr<RendezvousBackend>> local_backend(asio::io_context& io,
-                                                         const AgentConfig& config, RunSetup& setup,
-                                                         proc::DeathWatch& death_watch) {
-  const std::string host = store_bind_host(setup.group.master_addr);
-  auto backend =
-      LocalBackend::start(io, host, config.master_port_given ? config.master_port : 0,
-                          config.nproc_per_node, config.max_restarts, config.connection_limits);
-  if (!backend) {
-    std::string message = "cannot start the worker store: " + backend.status().message();
+Result<std::unique_ptr<MembershipLink>> local_link(asio::io_context& io, const AgentConfig& config,
+                                                   RunSetup& setup, proc::DeathWatch& death_watch) {
+  auto link = LocalLink::start(io, config, setup);
+  if (!link) {
+    std::string message = "cannot start the worker store: " + link.status().message();
     if (config.master_port_given) {
       message += "; --master-port " + std::to_string(config.master_port) +
                  " is taken: pick a free port, or drop --master-port and ddprun picks one";
     }
     return io_error(message);
   }
-  setup.group.master_port = (*backend)->store_port();
+  setup.group.master_port = (*link)->store_port();
   death_watch.add_environment_mark("TORCHELASTIC_RUN_ID=" + setup.group.run_id);
   death_watch.add_environment_mark("MASTER_PORT=" + std::to_string(setup.group.master_port));
   if (sets_omp_num_threads(setup.base_env, config.nproc_per_node)) {
@@ -81,31 +78,27 @@ Result<std::unique_ptr<RendezvousBackend>> local_backend(asio::io_context& io,
   spdlog::info("run id {}, {} worker(s), worker store {}:{}, logs in {}", setup.group.run_id,
                config.nproc_per_node, setup.group.master_addr, setup.group.master_port,
                setup.log_dir.string());
-  return std::unique_ptr<RendezvousBackend>(std::move(backend).value());
+  return std::unique_ptr<MembershipLink>(std::move(link).value());
 }
 
-// One node of a multi-node job: c10d or static (NativeBackend), or etcd (EtcdBackend).
-template <typename Backend, typename Settings>
-Result<std::unique_ptr<RendezvousBackend>> multinode_backend(asio::io_context& io,
-                                                             const AgentConfig& config,
-                                                             RunSetup& setup, Settings settings,
-                                                             proc::DeathWatch& death_watch) {
-  std::unique_ptr<Backend> backend;
-  if constexpr (std::is_same_v<Backend, EtcdBackend>) {  // it tells the watch its lease
-    backend = std::make_unique<Backend>(io, config, setup, std::move(settings), &death_watch);
-  } else {
-    backend = std::make_unique<Backend>(io, config, setup, std::move(settings));
-  }
+// One node of a multi-node job: c10d or static (NativeLink), or etcd (EtcdLink).
+template <typename Link, typename Settings, typename... Extra>
+Result<std::unique_ptr<MembershipLink>> multinode_link(asio::io_context& io,
+                                                       const AgentConfig& config, RunSetup& setup,
+                                                       Settings settings,
+                                                       proc::DeathWatch& death_watch,
+                                                       Extra&&... extra) {
   // The death watch's environment match must reach this agent's workers only: other jobs
   // may share the run id (static jobs default to "none") and other agents of this job on
   // the same machine share it too. So the agent's own mark goes in with the run id, before
   // anything can fail (the watcher kills by the marks when this agent exits).
-  const std::string mark = backend->advertised_addr() + ":" + std::to_string(::getpid());
+  const std::string mark = advertised_addr(config, setup) + ":" + std::to_string(::getpid());
   setup.base_env[kAgentVariable] = mark;
   death_watch.add_environment_mark(std::string(kAgentVariable) + "=" + mark);
   death_watch.add_environment_mark("TORCHELASTIC_RUN_ID=" + setup.group.run_id);
-  if (Status s = backend->start(); !s) return s;
-  return std::unique_ptr<RendezvousBackend>(std::move(backend));
+  auto link = Link::start(io, config, setup, std::move(settings), std::forward<Extra>(extra)...);
+  if (!link) return link.status();
+  return std::unique_ptr<MembershipLink>(std::move(link).value());
 }
 
 // Who this node's event lines come from, and how it joins its job: `backend` is "local" for a
@@ -193,14 +186,16 @@ int run(const AgentConfig& config) {
     return 1;
   }
   std::string backend_name = "local";
-  // Destroyed in reverse order: the backend after the loop stopped (an etcd backend's last
-  // words, Leave and revoke, are blocking calls then), and before the death watch.
+  // The backend is destroyed once drive() returned, its loop stopped (an etcd link's last
+  // words, Leave and revoke, are blocking calls then), and before the io_context and the death
+  // watch.
   asio::io_context io;
-  Result<std::unique_ptr<RendezvousBackend>> backend = internal_error("no backend");
+  Result<std::unique_ptr<MembershipLink>> link = internal_error("no link");
   std::unique_ptr<JobReport> report;
   if (etcd) {
     backend_name = "etcd";  // etcd-v2 and etcd-v3 are the same backend
-    backend = multinode_backend<EtcdBackend>(io, config, *setup, std::move(*etcd), **death_watch);
+    link = multinode_link<EtcdLink>(io, config, *setup, std::move(*etcd), **death_watch,
+                                    &**death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
   } else if (is_multinode(config)) {
     auto rdzv = rdzv_settings(config);
@@ -216,20 +211,20 @@ int run(const AgentConfig& config) {
       return 2;
     }
     rdzv->secret = std::move(secret).value();
-    backend = multinode_backend<NativeBackend>(io, config, *setup, std::move(rdzv).value(),
-                                               **death_watch);
+    link = multinode_link<NativeLink>(io, config, *setup, std::move(rdzv).value(), **death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
   } else {
-    backend = local_backend(io, config, *setup, **death_watch);
+    link = local_link(io, config, *setup, **death_watch);
     report = std::make_unique<LocalJobReport>(config, *setup);
   }
   EventLog event_log;
   if (sink) event_log = EventLog(std::move(sink), event_origin(config, *setup, backend_name));
   int code = 1;
-  if (backend) {
-    code = drive(io, config, *setup, **death_watch, **backend, *report, event_log);
+  if (link) {
+    MembershipBackend backend(io, std::move(link).value());
+    code = drive(io, config, *setup, **death_watch, backend, *report, event_log);
   } else {
-    spdlog::error("{}", backend.status().message());
+    spdlog::error("{}", link.status().message());
     event_log.finish(1, "error");
   }
   if (!config.log_dir) remove_if_empty(setup->log_dir);

@@ -5,7 +5,6 @@
 #include <boost/asio/post.hpp>
 
 #include "agent/membership/host_listen.h"
-#include "agent/membership/static_host.h"
 #include "rendezvous/auth/auth.h"
 
 namespace ddp::agent {
@@ -59,10 +58,37 @@ Status NodeServers::start_daemon() {
 
 Status NodeServers::start_static_daemon() {
   if (*rdzv_.node_rank != 0) return Status::ok();
-  auto host = start_static_host(io_, rdzv_.host, rdzv_.port, daemon_base());
-  if (!host) return host.status();
-  daemon_ = std::move(host->server);
-  daemon_connect_host_ = host->connect_host;
+  const std::string& addr = rdzv_.host;
+  const std::uint16_t port = rdzv_.port;
+  auto taken = [&] {
+    return io_error("port " + std::to_string(port) + " on " + addr +
+                    " is taken (another program, or another agent with --node-rank 0); stop the "
+                    "process holding it, or pass a free --master-port (the same on every node)");
+  };
+  auto server = listen_as_host(io_, addr, port, daemon_base());
+  if (server) {
+    daemon_ = std::move(server).value();
+  } else if (server.status().code() == ErrorCode::kAddressInUse) {
+    return taken();
+  } else {
+    // Not this machine's address (or not resolvable here): every interface, same port.
+    rendezvous::ServerOptions options = daemon_base();
+    options.port = port;
+    auto any = rendezvous::Server::start(io_, options);
+    if (!any && any.status().code() == ErrorCode::kAddressInUse) return taken();
+    if (!any) {
+      return io_error("node rank 0 cannot listen on --master-addr " + addr + " port " +
+                      std::to_string(port) + " (" + server.status().message() + ") nor on port " +
+                      std::to_string(port) + " of every interface (" + any.status().message() +
+                      "); run node rank 0 on the machine " + addr + " names");
+    }
+    spdlog::warn(
+        "--master-addr {} is not an address of this machine ({}); listening on port {} of every "
+        "interface: the other nodes must reach this machine at {}",
+        addr, server.status().message(), port, addr);
+    daemon_ = std::move(any).value();
+    daemon_connect_host_ = "127.0.0.1";
+  }
   spdlog::info("node rank 0: hosting the rendezvous and the worker store for job {} on {}:{}",
                run_id_, rdzv_.host, daemon_->port());
   return Status::ok();
@@ -105,12 +131,6 @@ Status NodeServers::start_store() {
 
 std::string NodeServers::daemon_host() const {
   return daemon_connect_host_.empty() ? rdzv_.host : daemon_connect_host_;
-}
-
-void NodeServers::begin_store_round() {
-  rendezvous::Server* store = store_ ? store_.get() : daemon_.get();  // static: the daemon
-  if (store != nullptr && store_used_) store->reset_store();
-  store_used_ = true;
 }
 
 void NodeServers::when_drained(std::function<void()> done) {

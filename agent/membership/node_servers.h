@@ -1,16 +1,16 @@
-// What one node of a multi-node job serves (native rendezvous, c10d and static):
+// What one node of a multi-node job serves (c10d and static; etcd: the workers' store only):
 //  - the rendezvous daemon, when this node is the endpoint host (and its status port, with
 //    --status-port, bound like the daemon): c10d is_host=true demands it,
 //    is_host unset tries to bind the endpoint (torchrun's inference: it fails when another agent
 //    or daemon has it or the address is not this machine's), is_host=false never hosts; with
 //    the static backend node rank 0 hosts it on --master-addr:--master-port, and it is the
-//    workers' store too;
+//    workers' store too (held to the end of the job, as torchrun's static rendezvous gives it
+//    to the workers); when that address is not this machine's (a NAT or service address), on
+//    that port of every interface, saying so; a taken port is named with the fix;
 //  - the workers' store (c10d): every node holds a store port for the whole job, and the
 //    round's group-rank-0 node's store is the one every worker uses.
-// A new round must never see an earlier round's keys (PyTorch >= 2.0 workers read them as this
-// attempt's), so the group-rank-0 node empties the workers' store (its own, or with static the
-// daemon's) for every round after its first (Server::reset_store). The daemon starts a round
-// only after every node's workers of the last one were reaped.
+// The workers' store a group-rank-0 node serves (its own, or with static the daemon) is
+// emptied for every round after its first by the membership backend (membership_backend.h).
 //
 // Threading: the agent's io_context thread.
 #pragma once
@@ -41,8 +41,9 @@ class NodeServers {
   std::string daemon_host() const;
   // The port this node advertises for its workers' store (static: the daemon's, or 0).
   std::uint16_t store_port() const { return store_port_; }
-  // A round in which this node is group rank 0 begins: the workers' store it serves is empty.
-  void begin_store_round();
+  // The workers' store this node serves as a round's group rank 0 (static: the daemon on
+  // node rank 0); null when it serves none.
+  rendezvous::Server* worker_store() { return store_ ? store_.get() : daemon_.get(); }
   // The hosted daemon's job `run_id` has finished and every other connection to it closed;
   // at once when this node hosts no daemon.
   void when_drained(std::function<void()> done);
@@ -68,7 +69,6 @@ class NodeServers {
   std::string daemon_connect_host_;  // static node rank 0: where its own client connects
   std::unique_ptr<rendezvous::Server> store_;
   std::uint16_t store_port_ = 0;
-  bool store_used_ = false;
 };
 
 }  // namespace ddp::agent

@@ -1,9 +1,11 @@
 // The seam between the agent's policy (agent_machine.h) and a rendezvous: how this node joins
 // a job, learns its place in each round, hears that the job wants its workers stopped or is
-// over, reports what its workers did, and leaves. Implementations: LocalBackend (one node, no
-// peers), NativeBackend (c10d and static: ddprun's rendezvous daemon, embedded or standalone).
+// over, reports what its workers did, and leaves. One implementation: MembershipBackend
+// (membership_backend.h) over a link to the job's membership (membership_link.h): LocalLink
+// (one node: its own Job), NativeLink (c10d and static: ddprun's rendezvous daemon, embedded
+// or standalone), EtcdLink (etcd).
 //
-// Contract (what every backend, including one on a replicated store such as etcd v3, must do):
+// Contract:
 // - join(events) starts joining, asynchronously. From then on the backend delivers, on the
 //   agent's io_context thread and never from inside one of its own methods:
 //     on_round(r)          this node's place in a new round (ranks, restart count, the workers'
@@ -18,11 +20,8 @@
 //     on_lost(why)         this node is out of the job for good: the rendezvous refused it,
 //                          timed out its join, removed it (missed heartbeats; for a lease-based
 //                          store, its lease expired), or cannot be reached any more. At most once.
-// - Liveness is the backend's business: heartbeats on a connection, or a lease kept alive. While
-//   the backend believes it is a member, the agent assumes it is. A backend that can tell its
-//   membership ended reports on_lost, within its liveness budget (heartbeat budget, lease TTL).
-// - Pushes may be notifications on a connection or watches on keys: a backend that watches must
-//   read the current state, then watch from the next revision, so no change is missed.
+// - Liveness is the backend's business (its link's: membership_link.h). While the backend
+//   believes it is a member, the agent assumes it is.
 // - report_success/report_failure/workers_stopped answer for one round; at most one of them per
 //   round is sent (the agent guarantees it). The job's answer comes as on_round (a restart or a
 //   re-rendezvous) or on_job_finished.
@@ -60,28 +59,6 @@ struct Round {
   std::string store_addr;  // MASTER_ADDR / MASTER_PORT of the workers
   std::uint16_t store_port = 0;
 };
-
-// The Round a rendezvous' RoundComplete assigns (the workers' store: group rank 0's).
-inline Round round_of(const rendezvous::membership::RoundComplete& r) {
-  Round round;
-  round.round = r.round;
-  round.restart_count = static_cast<int>(r.restart_count);
-  round.group_rank = static_cast<int>(r.group_rank);
-  round.group_world_size = static_cast<int>(r.group_world_size);
-  round.rank_offset = static_cast<int>(r.rank_offset);
-  round.world_size = static_cast<int>(r.world_size);
-  round.store_addr = r.store_addr;
-  round.store_port = r.store_port;
-  return round;
-}
-
-// Why a rendezvous' ErrorEvent ends this node's part in the job: kPeerGone (the rendezvous
-// removed this node: missed heartbeats or lease, stop timeout) carries its own message; any
-// other code is a rendezvous error (e.g. the join timed out).
-inline Status lost_status(const rendezvous::membership::ErrorEvent& e) {
-  return Status(e.code,
-                e.code == ErrorCode::kPeerGone ? e.message : "rendezvous error: " + e.message);
-}
 
 class RendezvousEvents {
  public:

@@ -1,5 +1,5 @@
-// The etcd rendezvous backend (--rdzv-backend etcd; docs/etcd.md): the job's membership lives
-// in etcd (v3 API through the JSON gateway, etcd/), its state machine in whichever agent won
+// The etcd link (--rdzv-backend etcd; docs/etcd.md; membership_link.h): the job's membership
+// lives in etcd (v3 API through the JSON gateway, etcd/), its state machine in whichever agent won
 // the election (etcd_coordinator.h). This node:
 //  - holds a lease (lease_ttl, kept alive every TTL/3) that carries its node key: its end is
 //    this node lost for the others. A clean exit revokes it; so does the agent's death watch
@@ -9,11 +9,11 @@
 //    and hears the job through a watch on its own event prefix (read, then watch from the
 //    next revision);
 //  - runs for coordinator whenever P/coordinator is free, and when the coordinator goes
-//    (its lease ended) stops its running round's workers: the new coordinator re-forms the
-//    job. A new round's assignment is held until this node answered for the previous round.
+//    (its lease ended) tells on_reform: the new coordinator re-forms the job.
 // Failures: etcd unreachable at start (kIo naming the endpoints, after read_timeout capped
 // by join_timeout), the lease could not be renewed for its TTL (lost etcd mid-job) or expired
-// (kPeerGone), the run id finished (kJobFinished), a refused JOIN: on_lost.
+// (kPeerGone), the run id finished (kJobFinished), a refused JOIN: on_link_lost. A Leave is
+// kept for the destructor's last words.
 //
 // Threading: the agent's io_context thread; the destructor on that thread once the loop has
 // stopped (below).
@@ -27,10 +27,10 @@
 
 #include "agent/config.h"
 #include "agent/membership/etcd_settings.h"
-#include "agent/membership/join_progress.h"
+#include "agent/membership/membership_link.h"
 #include "agent/membership/node_servers.h"
-#include "agent/membership/rendezvous_backend.h"
 #include "agent/run_setup.h"
+#include "common/lifetime.h"
 #include "etcd/client.h"
 #include "etcd/watch.h"
 #include "proc/death_watch.h"
@@ -44,27 +44,25 @@ namespace ddp::agent {
 // agent died without revoking it itself.
 proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings);
 
-class EtcdBackend final : public RendezvousBackend {
+class EtcdLink final : public MembershipLink {
  public:
-  // `death_watch` (may be null) is told the lease while this node holds one.
-  EtcdBackend(boost::asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
-              EtcdSettings settings, proc::DeathWatch* death_watch = nullptr);
+  // Starts this node's workers' store (errors name the port and the fix). `death_watch` (may
+  // be null) is told the lease while this node holds one.
+  static Result<std::unique_ptr<EtcdLink>> start(boost::asio::io_context& io,
+                                                 const AgentConfig& config, const RunSetup& setup,
+                                                 EtcdSettings settings,
+                                                 proc::DeathWatch* death_watch);
+  EtcdLink(boost::asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
+           EtcdSettings settings, proc::DeathWatch* death_watch);
   // The last words, once the agent's io_context has stopped (the agent destroys its backend
-  // after its loop returned; close() must have run): a Leave when leave() was told, then the
+  // after its loop returned; close() must have run): a Leave when one was sent, then the
   // lease revoked, so the others hear this node went now, not at the lease's expiry. Blocking,
   // each call bounded (2 s; 300 ms after etcd was lost).
-  ~EtcdBackend() override;
+  ~EtcdLink() override;
 
-  // Starts this node's workers' store. Errors name the port and the fix.
-  Status start();
-  std::string advertised_addr() const;
-
-  void join(RendezvousEvents& events) override;
-  void report_success(std::uint64_t round) override;
-  void report_failure(std::uint64_t round,
-                      std::vector<rendezvous::membership::Failure> failures) override;
-  void workers_stopped(std::uint64_t round) override;
-  void leave(const std::string& reason) override;
+  void open(LinkEvents& events) override;
+  void send(const rendezvous::membership::Request& request) override;
+  rendezvous::Server* worker_store() override { return servers_.worker_store(); }
   void wait_finished(std::function<void()> done) override;
   // Ends the watches, timers, the coordinator and the workers' store; never waits on etcd
   // (the lease outlives it until the destructor).
@@ -76,42 +74,31 @@ class EtcdBackend final : public RendezvousBackend {
   boost::asio::awaitable<void> campaign();
   void on_coordinator_change(const std::vector<etcd::WatchEvent>& events);
   void on_events(const std::vector<etcd::WatchEvent>& events);
-  void on_payload(const rendezvous::membership::Payload& payload);
-  void on_round(const rendezvous::membership::RoundComplete& r);
-  void deliver_round(const rendezvous::membership::RoundComplete& r);
-  void answered(std::uint64_t round);
-  void send(const rendezvous::membership::Request& request);
   void lost(Status why);
 
   boost::asio::io_context& io_;
-  const AgentConfig& config_;
   const RunSetup& setup_;
   EtcdSettings settings_;
   rendezvous::EtcdKeys keys_;
-  std::string node_key_;
+  rendezvous::membership::JoinRequest join_;
   NodeServers servers_;
   etcd::Client client_;            // calls that may wait up to read_timeout
   etcd::Client keepalive_client_;  // keep-alives: bounded by a third of the TTL
   proc::DeathWatch* death_watch_;  // may be null
-  RendezvousEvents* events_ = nullptr;
+  LinkEvents* events_ = nullptr;
   std::int64_t lease_ = 0;
   std::unique_ptr<rendezvous::EtcdCoordinator> coordinator_;
   std::shared_ptr<etcd::Watch> event_watch_;
   std::shared_ptr<etcd::Watch> coordinator_watch_;
   boost::asio::steady_timer keep_alive_timer_;
-  JoinProgress progress_;  // until the first round: how far the rendezvous is
   std::uint64_t request_seq_ = 0;
-  std::optional<std::uint64_t> running_round_;  // delivered, not answered yet
-  bool stop_told_ = false;                      // on_stop_workers given for running_round_
-  std::optional<rendezvous::membership::RoundComplete> held_round_;
   std::optional<std::string> leave_reason_;
   std::int64_t coordinator_gone_revision_ = 0;  // the last coordinator key deletion seen
   bool campaigning_ = false;
-  bool first_round_seen_ = false;
-  bool finished_ = false;
+  bool finished_ = false;  // JobFinished passed on: no more campaigns or pushes
   bool lost_ = false;
   bool closed_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for coroutines in flight
+  Lifetime life_;  // for coroutines in flight
 };
 
 }  // namespace ddp::agent

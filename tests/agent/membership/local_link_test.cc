@@ -1,6 +1,7 @@
-// The single-node rendezvous: one round after another, restarts counted against
-// --max-restarts, the job's end with the root cause's exit code, a store empty for every round.
-#include "agent/membership/local_backend.h"
+// The single-node path (MembershipBackend over a LocalLink, its own membership::Job): one
+// round after another, restarts counted against --max-restarts, the job's end with the root
+// cause's exit code, a store empty for every round.
+#include "agent/membership/local_link.h"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/membership/membership_backend.h"
 #include "rendezvous/store_client.h"
 
 namespace ddp::agent {
@@ -40,18 +42,28 @@ membership::Failure failure(std::uint32_t rank, std::int32_t code, int at_second
 
 struct Harness {
   explicit Harness(int max_restarts) {
-    auto started = LocalBackend::start(io, "127.0.0.1", 0, 3, max_restarts);
+    config.nproc_per_node = 3;
+    config.max_restarts = max_restarts;
+    setup.group.master_addr = "127.0.0.1";
+    setup.group.run_id = "single";
+    setup.hostname = "host-a";
+    auto started = LocalLink::start(io, config, setup);
     REQUIRE(started);
-    backend = std::move(started).value();
+    link = started->get();
+    backend = std::make_unique<MembershipBackend>(io, std::move(started).value());
     backend->join(events);
   }
+  std::uint16_t store_port() const { return link->store_port(); }
   void settle() {
     io.restart();
     io.poll();
   }
   boost::asio::io_context io;
+  AgentConfig config;
+  RunSetup setup;
   Recorder events;
-  std::unique_ptr<LocalBackend> backend;
+  LocalLink* link = nullptr;  // owned by backend
+  std::unique_ptr<MembershipBackend> backend;
 };
 
 TEST_CASE("a single node is rank 0 of 1 with its own store and every worker", "[local]") {
@@ -66,7 +78,7 @@ TEST_CASE("a single node is rank 0 of 1 with its own store and every worker", "[
   CHECK(r.world_size == 3);
   CHECK(r.restart_count == 0);
   CHECK(r.store_addr == "127.0.0.1");
-  CHECK(r.store_port == h.backend->store_port());
+  CHECK(r.store_port == h.store_port());
   CHECK(r.store_port != 0);
 }
 
@@ -88,9 +100,10 @@ TEST_CASE("failures restart while restarts remain, then end with the earliest", 
     h.settle();
     REQUIRE(h.events.rounds.size() == static_cast<std::size_t>(restart + 1));
     CHECK(h.events.rounds.back().restart_count == restart);
-    CHECK(h.events.rounds.back().store_port == h.backend->store_port());
+    CHECK(h.events.rounds.back().store_port == h.store_port());
   }
   CHECK(h.events.finished.empty());
+  CHECK(h.events.stops == 0);  // the job's stops answer this node's own reports
   // Rank 2 was killed by SIGSEGV first; rank 1 exited 3 later: the job exits 128 + 11.
   h.backend->report_failure(3, {failure(1, 3, 20), failure(2, -SIGSEGV, 15)});
   h.settle();
@@ -98,7 +111,35 @@ TEST_CASE("failures restart while restarts remain, then end with the earliest", 
   CHECK(h.events.finished[0].exit_code == 128 + SIGSEGV);
   REQUIRE(h.events.finished[0].root_cause);
   CHECK(h.events.finished[0].root_cause->rank == 2);
+  CHECK(h.events.finished[0].root_cause->node_key.rfind("host-a:", 0) == 0);
   CHECK(h.events.rounds.size() == 3);
+  CHECK(h.events.lost.empty());
+}
+
+TEST_CASE("without restarts the first failure ends the job with its exit code", "[local]") {
+  Harness h(0);
+  h.settle();
+  h.backend->report_failure(1, {failure(0, 7, 10)});
+  h.settle();
+  CHECK(h.events.rounds.size() == 1);
+  REQUIRE(h.events.finished.size() == 1);
+  CHECK(h.events.finished[0].exit_code == 7);
+  bool drained = false;
+  h.backend->wait_finished([&] { drained = true; });
+  CHECK_FALSE(drained);  // posted
+  h.settle();
+  CHECK(drained);
+}
+
+TEST_CASE("a node that leaves hears nothing more", "[local]") {
+  Harness h(3);
+  h.settle();
+  h.backend->leave("agent received SIGTERM");
+  h.backend->report_failure(1, {failure(0, 1, 10)});
+  h.settle();
+  CHECK(h.events.rounds.size() == 1);
+  CHECK(h.events.finished.empty());
+  CHECK(h.events.lost.empty());
 }
 
 TEST_CASE("every round after the first finds the store empty", "[local]") {
@@ -109,7 +150,7 @@ TEST_CASE("every round after the first finds the store empty", "[local]") {
   auto work = boost::asio::make_work_guard(h.io);
   h.io.restart();
   std::thread server([&] { h.io.run(); });
-  auto old = rendezvous::StoreClient::connect("127.0.0.1", h.backend->store_port(), 5s);
+  auto old = rendezvous::StoreClient::connect("127.0.0.1", h.store_port(), 5s);
   REQUIRE(old);
   REQUIRE((*old)->set("rank_1", "addr"));
   CHECK((*old)->get("rank_1").value() == "addr");
@@ -121,7 +162,7 @@ TEST_CASE("every round after the first finds the store empty", "[local]") {
   CHECK(rounds.get_future().get() == 2);
   // The old attempt's connection is closed, and the new attempt does not see its key.
   CHECK_FALSE((*old)->num_keys().is_ok());
-  auto fresh = rendezvous::StoreClient::connect("127.0.0.1", h.backend->store_port(), 5s);
+  auto fresh = rendezvous::StoreClient::connect("127.0.0.1", h.store_port(), 5s);
   REQUIRE(fresh);
   CHECK((*fresh)->num_keys().value() == 0);
   CHECK_FALSE((*fresh)->check({"rank_1"}).value());
