@@ -65,9 +65,11 @@ struct AgentConfig {
   std::vector<std::string> duplicate_stdout_filters;
   std::vector<std::string> duplicate_stderr_filters;
   // --numa-binding, and what it resolved to on this machine (launcher/numa_binding.h): the
-  // logical CPUs of each local rank, applied in the child before exec; empty = not bound.
+  // logical CPUs of each local rank, applied in the child before exec; empty = not bound; and
+  // the NUMA nodes its memory prefers (set_mempolicy, proc/child_setup.h); empty = default.
   NumaBinding numa_binding = NumaBinding::kNone;
   std::vector<std::vector<int>> cpu_affinity;
+  std::vector<std::vector<int>> memory_nodes;
 
   // Rendezvous (single node for now: c10d/standalone embedded, or static).
   std::string rdzv_backend = "static";

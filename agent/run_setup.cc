@@ -24,6 +24,8 @@ proc::LaunchSpec RunSetup::launch_spec(int attempt, int local_rank) const {
   spec.env = to_envp(make_worker_env(base_env, g, local_rank, error_file(attempt, local_rank)));
   if (local_rank < static_cast<int>(cpu_affinity.size()))
     spec.cpu_affinity = cpu_affinity[local_rank];
+  if (local_rank < static_cast<int>(memory_nodes.size()))
+    spec.memory_nodes = memory_nodes[local_rank];
   return spec;
 }
 
@@ -60,6 +62,7 @@ Result<RunSetup> prepare_run(const AgentConfig& config) {
   setup.base_env = current_environment();
   setup.worker_argv = config.worker_argv;
   setup.cpu_affinity = config.cpu_affinity;
+  setup.memory_nodes = config.memory_nodes;
   setup.hostname = host_name();
 
   GroupContext& g = setup.group;

@@ -23,6 +23,7 @@ struct RunSetup {
   std::string hostname;
   std::vector<std::string> worker_argv;
   std::vector<std::vector<int>> cpu_affinity;  // per local rank (--numa-binding); may be empty
+  std::vector<std::vector<int>> memory_nodes;  // likewise
 
   std::filesystem::path attempt_dir(int attempt) const;
   std::filesystem::path error_file(int attempt, int local_rank) const;

@@ -129,8 +129,11 @@ int main(int argc, char** argv) {
       return usage_error(s);
     }
     for (std::size_t r = 0; r < invocation->config.cpu_affinity.size(); ++r) {
-      spdlog::info("numa binding: local rank {} on CPUs {}", r,
-                   ddp::launcher::cpu_list_text(invocation->config.cpu_affinity[r]));
+      const auto& mems = invocation->config.memory_nodes[r];
+      spdlog::info("numa binding: local rank {} on CPUs {}, memory {}", r,
+                   ddp::launcher::cpu_list_text(invocation->config.cpu_affinity[r]),
+                   mems.empty() ? "default policy"
+                                : "preferred on node(s) " + ddp::launcher::cpu_list_text(mems));
     }
   }
   if (invocation->launch.fan_out) {  // this ddprun starts every node's agent (ssh, pbsdsh)

@@ -127,4 +127,20 @@ Result<std::vector<std::vector<int>>> plan_numa_binding(
   return plan;
 }
 
+std::vector<std::vector<int>> plan_memory_nodes(const NumaTopology& topology,
+                                                const std::vector<std::vector<int>>& cpu_plan,
+                                                const std::set<int>& allowed_nodes) {
+  std::vector<std::vector<int>> out;
+  for (const auto& cpus : cpu_plan) {
+    std::vector<int> nodes;
+    for (const auto& [node, node_cpus] : topology.node_cpus) {
+      const bool holds =
+          std::any_of(cpus.begin(), cpus.end(), [&](int cpu) { return node_cpus.contains(cpu); });
+      if (holds && allowed_nodes.contains(node)) nodes.push_back(node);
+    }
+    out.push_back(std::move(nodes));
+  }
+  return out;
+}
+
 }  // namespace ddp::launcher

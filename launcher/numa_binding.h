@@ -13,8 +13,8 @@
 // in contiguous blocks (rank r of n on node index r * nodes / n), so a machine without GPUs
 // gets one block of ranks per node.
 // Only CPUs in `allowed` (ddprun's own affinity) are used, as torchrun intersects with
-// sched_getaffinity. Memory: like torchrun, no memory policy is set; Linux's default
-// policy allocates on the node of the CPU that runs, which the binding keeps local.
+// sched_getaffinity. Memory: torchrun sets no memory policy; ddprun prefers (never binds to)
+// the NUMA nodes of each rank's CPUs, see plan_memory_nodes.
 #pragma once
 
 #include <optional>
@@ -32,5 +32,13 @@ namespace ddp::launcher {
 Result<std::vector<std::vector<int>>> plan_numa_binding(
     agent::NumaBinding mode, const NumaTopology& topology, int nproc, const std::set<int>& allowed,
     const std::vector<std::optional<int>>& gpu_nodes);
+
+// The memory nodes of each rank of `cpu_plan`: the NUMA nodes holding any of its CPUs that
+// are also in `allowed_nodes` (the nodes this process may allocate on, get_mempolicy's
+// MPOL_F_MEMS_ALLOWED), sorted; empty for a rank none of whose nodes is allowed (a fake tree's
+// node the kernel does not have): that rank keeps the default policy.
+std::vector<std::vector<int>> plan_memory_nodes(const NumaTopology& topology,
+                                                const std::vector<std::vector<int>>& cpu_plan,
+                                                const std::set<int>& allowed_nodes);
 
 }  // namespace ddp::launcher

@@ -1,6 +1,9 @@
 #include "launcher/numa_placement.h"
 
+#include <linux/mempolicy.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +26,21 @@ Result<std::set<int>> own_affinity() {
     if (CPU_ISSET(c, &set)) cpus.insert(c);
   }
   return cpus;
+}
+
+// The nodes this process may allocate memory on (its cpuset's mems).
+Result<std::set<int>> own_memory_nodes() {
+  constexpr unsigned long kBits = 1024;  // MAX_NUMNODES of the largest kernel configs
+  unsigned long mask[kBits / (8 * sizeof(unsigned long))] = {};
+  if (::syscall(SYS_get_mempolicy, nullptr, mask, kBits, nullptr, MPOL_F_MEMS_ALLOWED) != 0) {
+    return io_error(std::string("get_mempolicy: ") + std::strerror(errno));
+  }
+  std::set<int> nodes;
+  for (unsigned long n = 0; n < kBits; ++n) {
+    if ((mask[n / (8 * sizeof(unsigned long))] >> (n % (8 * sizeof(unsigned long)))) & 1UL)
+      nodes.insert(static_cast<int>(n));
+  }
+  return nodes;
 }
 
 // PCI addresses of the NVIDIA GPUs, in address order; none when the driver is absent.
@@ -55,6 +73,9 @@ Status place_workers(agent::AgentConfig& config, const std::filesystem::path& sy
   auto plan =
       plan_numa_binding(config.numa_binding, *topology, config.nproc_per_node, *allowed, gpu_nodes);
   if (!plan) return plan.status();
+  auto mems = own_memory_nodes();
+  if (!mems) return mems.status();
+  config.memory_nodes = plan_memory_nodes(*topology, *plan, *mems);
   config.cpu_affinity = std::move(plan).value();
   return Status::ok();
 }

@@ -1,6 +1,8 @@
 // Applies --numa-binding on this machine: reads the topology (launcher/numa_topology.h), this
 // process's own CPU affinity and the NUMA nodes of the NVIDIA GPUs, then fills
-// config.cpu_affinity with plan_numa_binding's lists (launcher/numa_binding.h); the agent's
+// config.cpu_affinity with plan_numa_binding's lists and config.memory_nodes with
+// plan_memory_nodes' (launcher/numa_binding.h) for the nodes this process may allocate on
+// (get_mempolicy MPOL_F_MEMS_ALLOWED, the kernel's answer whatever the sysfs tree); the agent's
 // workers are bound to them before exec (proc/child_setup.h).
 //
 // A worker's GPU is config.gpu_ids[local_rank] (--gpu-ids, --virtual-local-rank), else the

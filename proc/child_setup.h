@@ -7,7 +7,8 @@
 // PR_SET_PDEATHSIG(SIGKILL) plus the getppid() check; stdin/stdout/stderr; every signal back
 // to SIG_DFL (but `ignored_signal`), then none blocked; every descriptor from 3 up marked
 // close-on-exec; the soft open-file limit set back when the parent raised its own
-// (proc/open_file_limit.h); the CPU affinity (--numa-binding) when one is given.
+// (proc/open_file_limit.h); the CPU affinity and the memory policy (--numa-binding) when
+// given.
 #pragma once
 
 #include <sched.h>
@@ -30,6 +31,13 @@ struct ChildSetup {
   int forced_errno = 0;  // nonzero: fail with it instead of running (program not on PATH)
   // Not null: sched_setaffinity(0, ...) to this set (built by the parent; outlives the fork).
   const cpu_set_t* cpu_affinity = nullptr;
+  // Not null: set_mempolicy to prefer these nodes (a bit mask of memory_maxnode bits, built by
+  // the parent): MPOL_PREFERRED for one node, MPOL_PREFERRED_MANY for several (Linux 5.15+;
+  // an older kernel's EINVAL falls back to MPOL_PREFERRED, the lowest node). Never MPOL_BIND:
+  // a bound worker whose nodes run out of memory is OOM-killed while other nodes have room.
+  const unsigned long* memory_nodes = nullptr;
+  unsigned long memory_maxnode = 0;
+  bool several_memory_nodes = false;
 };
 
 // Returns 0 when the child is ready to exec, or an errno (also left in errno) that the

@@ -68,6 +68,9 @@ struct LaunchSpec {
   // Non-empty: the logical CPUs the child is bound to (sched_setaffinity before exec); a CPU
   // the kernel refuses fails the spawn like an exec failure. Empty: the parent's affinity.
   std::vector<int> cpu_affinity{};
+  // Non-empty: the NUMA nodes the child's memory prefers (proc/child_setup.h says how); a
+  // policy the kernel refuses fails the spawn the same way. Empty: the default policy.
+  std::vector<int> memory_nodes{};
 };
 
 class ProcessLauncher {

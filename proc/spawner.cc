@@ -173,6 +173,16 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
     }
     hook.setup.cpu_affinity = &affinity;
   }
+  constexpr unsigned long kWordBits = 8 * sizeof(unsigned long);
+  unsigned long memory_nodes[1024 / kWordBits] = {};  // MAX_NUMNODES of the largest kernels
+  if (!spec.memory_nodes.empty()) {
+    for (int node : spec.memory_nodes) {
+      if (node >= 0 && node < 1024) memory_nodes[node / kWordBits] |= 1UL << (node % kWordBits);
+    }
+    hook.setup.memory_nodes = memory_nodes;
+    hook.setup.memory_maxnode = 1024;
+    hook.setup.several_memory_nodes = spec.memory_nodes.size() > 1;
+  }
   bp::filesystem::path executable = resolve(program);
   if (executable.empty()) {
     executable = program;

@@ -141,6 +141,29 @@ TEST_CASE("a GPU's node wins and allowed CPUs limit every mode", "[numa]") {
              Catch::Contains("no NUMA node has a CPU"));
 }
 
+TEST_CASE("memory prefers the allowed nodes of each rank's CPUs", "[numa]") {
+  FakeSysfs sys;
+  auto t = read_numa_topology(sys.root).value();
+  const std::set<int> every{0, 1, 2, 3};
+  auto nodes = [&](NumaBinding mode, int nproc, const std::vector<std::optional<int>>& gpus,
+                   const std::set<int>& mems) {
+    auto plan = plan_numa_binding(mode, t, nproc, all_cpus(), gpus);
+    REQUIRE(plan);
+    return plan_memory_nodes(t, *plan, mems);
+  };
+  using Nodes = std::vector<std::vector<int>>;
+  CHECK(nodes(NumaBinding::kNode, 2, {3, 0}, every) == Nodes{{3}, {0}});
+  CHECK(nodes(NumaBinding::kSocket, 2, {}, every) == Nodes{{0, 1}, {2, 3}});
+  CHECK(nodes(NumaBinding::kExclusive, 2, {1, 1}, every) == Nodes{{1}, {1}});
+  CHECK(nodes(NumaBinding::kCoreComplex, 8, {}, every)[1] == std::vector<int>{0});
+  CHECK(nodes(NumaBinding::kCoreComplex, 8, {}, every)[7] == std::vector<int>{3});
+  // Nodes the kernel does not let this process allocate on drop out; none left: default.
+  CHECK(nodes(NumaBinding::kNode, 2, {3, 0}, {0}) == Nodes{{}, {0}});
+  CHECK(nodes(NumaBinding::kSocket, 2, {}, {1, 2}) == Nodes{{1}, {2}});
+  // A CPU list spanning nodes (a hand-made plan) names each node once.
+  CHECK(plan_memory_nodes(t, {{3, 4, 5}}, every) == Nodes{{0, 1}});
+}
+
 TEST_CASE("place_workers reads the tree and this process's affinity", "[numa]") {
   FakeSysfs sys;
   fs::path nvidia = sys.root / "proc_nvidia";
@@ -158,6 +181,14 @@ TEST_CASE("place_workers reads the tree and this process's affinity", "[numa]") 
   REQUIRE(::sched_getaffinity(0, sizeof own, &own) == 0);
   for (int cpu : config.cpu_affinity[0]) CHECK(CPU_ISSET(cpu, &own));
   CHECK_FALSE(config.cpu_affinity[0].empty());
+  // Memory: the rank's node when this process may allocate there (the kernel says, not the
+  // fake tree), else nothing.
+  REQUIRE(config.memory_nodes.size() == 1);
+  CHECK(config.memory_nodes[0].size() <= 1);
+  for (int node : config.memory_nodes[0]) {
+    const auto& node_cpus = read_numa_topology(sys.root)->node_cpus.at(node);
+    CHECK(node_cpus.contains(config.cpu_affinity[0].front()));
+  }
   CHECK_THAT(place_workers(config, sys.root / "missing", nvidia).message(),
              Catch::Contains("--numa-binding: cannot read"));
 }

@@ -1,5 +1,6 @@
 // proc::Spawner against real processes (/bin/sh): output before exit, exit decoding, exec
-// failures, stdin pipes, process groups, die-with-parent, orphans, and no SIGCHLD handler.
+// failures, stdin pipes, process groups, die-with-parent, orphans, no SIGCHLD handler, and
+// the memory policy (--numa-binding).
 // Every wait is the io_context run until a condition holds, with a deadline.
 #include "proc/spawner.h"
 
@@ -97,6 +98,29 @@ TEST_CASE_METHOD(Fixture, "spawner: exit codes and killing signals are decoded",
   CHECK(rec.exits[1].ok());
   CHECK(rec.exits[2] == ExitStatus::killed(SIGTERM));
   CHECK(rec.exits[3] == ExitStatus::exited(42));
+}
+
+TEST_CASE_METHOD(Fixture, "spawner: a memory policy prefers the given nodes", "[spawner]") {
+  auto with_nodes = [](std::vector<int> nodes) {
+    LaunchSpec s = sh("head -n 1 /proc/self/numa_maps | cut -d ' ' -f 2-3");
+    s.memory_nodes = std::move(nodes);
+    s.exec_failure = ExecFailure::kError;
+    return s;
+  };
+  auto refused = spawner.spawn(9, with_nodes({1023}));  // no machine has node 1023
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.status().message(), Catch::Contains("cannot run '/bin/sh'"));
+  if (!std::filesystem::exists("/proc/self/numa_maps")) {  // a kernel without NUMA: ENOSYS
+    CHECK_FALSE(spawner.spawn(1, with_nodes({0})));
+    return;
+  }
+  REQUIRE(spawner.spawn(1, with_nodes({0})));
+  REQUIRE(spawner.spawn(2, with_nodes({0, 1})));  // node 1 dropped by the kernel if absent
+  REQUIRE(spawner.spawn(3, with_nodes({})));
+  REQUIRE(run_until(io, [&] { return rec.exits.size() == 3; }));
+  CHECK(rec.out[1].starts_with("prefer:0 "));
+  CHECK(rec.out[2].starts_with("prefer (many):0"));
+  CHECK(rec.out[3].starts_with("default "));
 }
 
 TEST_CASE_METHOD(Fixture, "spawner: a program that cannot run exits 127 or fails spawn",

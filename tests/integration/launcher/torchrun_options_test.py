@@ -1,7 +1,9 @@
 """torchrun 2.9-2.15's options through the real ddprun and agent, where they change what
 workers do or what the console shows: --log-line-prefix-template (and its TORCHELASTIC_
 variable), --duplicate-std{out,err}-filters, --numa-binding on this machine's topology and on
-a fake sysfs tree (DDPRUN_SYSFS), --virtual-local-rank without GPUs, --print-completion bash."""
+a fake sysfs tree (DDPRUN_SYSFS; CPU affinity and the worker's memory policy as the kernel
+shows it in /proc/self/numa_maps), --virtual-local-rank without GPUs, --print-completion
+bash."""
 import glob
 import os
 import re
@@ -22,6 +24,9 @@ print(f"WARN {rank}", file=sys.stderr)
 with open("/proc/self/status") as f:
     cpus = [l.split()[1] for l in f if l.startswith("Cpus_allowed_list:")][0]
 print(f"cpus {os.environ['LOCAL_RANK']} {rank} {cpus} {os.environ.get('CUDA_VISIBLE_DEVICES')}")
+if os.path.exists("/proc/self/numa_maps"):  # the task's policy shows on every mapping
+    with open("/proc/self/numa_maps") as f:
+        print(f"mempolicy {rank} {f.readline().split()[1]}")
 """
 
 
@@ -48,6 +53,17 @@ class TorchrunOptionsTest(h.LauncherTestCase):
     def cpus_lines(stdout):
         """(LOCAL_RANK, RANK, Cpus_allowed_list, CUDA_VISIBLE_DEVICES) of each worker."""
         return [m.groups() for m in re.finditer(r"cpus (\S+) (\S+) (\S+) (\S+)$", stdout, re.M)]
+
+    def mempolicy(self, stdout):
+        """{rank: policy} from the workers' `mempolicy` lines (numa_maps' word: prefer:0)."""
+        if not os.path.exists("/proc/self/numa_maps"):
+            raise unittest.SkipTest("no /proc/self/numa_maps: a kernel without NUMA")
+        return {int(r): p for r, p in re.findall(r"mempolicy (\S+) (\S+)$", stdout, re.M)}
+
+    @staticmethod
+    def mems_allowed():
+        with open("/proc/self/status") as f:
+            return cpu_set([l.split()[1] for l in f if l.startswith("Mems_allowed_list:")][0])
 
     def affinity(self, stdout):
         """{rank: cpu set} from the workers' `cpus` lines."""
@@ -79,19 +95,27 @@ class TorchrunOptionsTest(h.LauncherTestCase):
 
     def test_numa_binding_node_on_this_machine(self):
         allowed = os.sched_getaffinity(0)
-        nodes = []
+        nodes = []  # (node, its allowed CPUs)
         for path in sorted(glob.glob("/sys/devices/system/node/node[0-9]*/cpulist"),
                            key=lambda p: int(p.split("/node")[-1].split("/")[0])):
             with open(path) as f:
                 cpus = cpu_set(f.read()) & allowed
             if cpus:
-                nodes.append(cpus)
+                nodes.append((int(path.split("/node")[-1].split("/")[0]), cpus))
         if not nodes:
-            nodes = [allowed]
+            nodes = [(0, allowed)]
         result = self.run_workers(["--numa-binding", "node"])
         # No GPUs here: rank r of 2 on node r * len(nodes) // 2 (docs/launcher.md).
         expected = {r: nodes[r * len(nodes) // 2] for r in (0, 1)}
-        self.assertEqual(self.affinity(result.stdout), expected, result.stdout + result.stderr)
+        self.assertEqual(self.affinity(result.stdout), {r: c for r, (_, c) in expected.items()},
+                         result.stdout + result.stderr)
+        # Memory prefers the rank's node (never binds): numa_maps says prefer:<node>.
+        self.assertEqual(self.mempolicy(result.stdout),
+                         {r: f"prefer:{n}" for r, (n, _) in expected.items()},
+                         result.stdout + result.stderr)
+        # Without --numa-binding the policy stays the default.
+        self.assertEqual(self.mempolicy(self.run_workers([]).stdout),
+                         {0: "default", 1: "default"})
 
     def fake_sysfs(self, cpus):
         """One NUMA node per CPU in `cpus`, each its own socket, core and L3."""
@@ -121,6 +145,12 @@ class TorchrunOptionsTest(h.LauncherTestCase):
         for mode in ("node", "socket", "exclusive", "core-complex"):
             result = self.run_workers(["--numa-binding", mode], {"DDPRUN_SYSFS": sysfs})
             self.assertEqual(self.affinity(result.stdout), {0: {cpus[0]}, 1: {cpus[1]}},
+                             mode + ": " + result.stdout + result.stderr)
+            # Rank r is on fake node r: preferred when the kernel lets ddprun allocate there
+            # (it has such a node), else the default policy rather than a failed worker.
+            mems = self.mems_allowed()
+            self.assertEqual(self.mempolicy(result.stdout),
+                             {r: f"prefer:{r}" if r in mems else "default" for r in (0, 1)},
                              mode + ": " + result.stdout + result.stderr)
         result = self.run_ddprun(["--numa-binding", "node", *self.marker_command()],
                                  {"DDPRUN_SYSFS": os.path.join(self.dir, "nowhere")})
