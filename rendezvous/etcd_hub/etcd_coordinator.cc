@@ -15,12 +15,7 @@ namespace asio = boost::asio;
 namespace membership = rendezvous::membership;
 using membership::Clock;
 
-// The Job's liveness is the leases: its own heartbeat budget must never run out.
-membership::Config lease_liveness(membership::Config c) {
-  c.keep_alive_interval = membership::kMaxTimeout;
-  c.keep_alive_max_attempt = 1;
-  return c;
-}
+constexpr const char* kLeaseGone = "its etcd lease expired or was revoked";
 
 }  // namespace
 
@@ -37,6 +32,7 @@ EtcdCoordinator::EtcdCoordinator(asio::io_context& io, etcd::Client& client, Etc
       fence_revision_(fence_revision),
       gone_revision_(gone_revision),
       on_fatal_(std::move(on_fatal)),
+      registry_({.external_liveness = true}),
       timer_(io) {}
 
 EtcdCoordinator::~EtcdCoordinator() { stop(); }
@@ -46,7 +42,7 @@ void EtcdCoordinator::start() { asio::co_spawn(io_, run(), asio::detached); }
 void EtcdCoordinator::stop() {
   if (stopped_) return;
   stopped_ = true;
-  *alive_ = false;
+  life_.end();
   timer_.cancel();
   if (watch_) watch_->cancel();
 }
@@ -59,18 +55,18 @@ void EtcdCoordinator::fatal(Status why) {
 }
 
 asio::awaitable<void> EtcdCoordinator::run() {
-  auto alive = alive_;
+  auto alive = life_.watch();
   Status s = co_await take_over();
-  if (!*alive) co_return;
+  if (!alive) co_return;
   if (!s) fatal(s);
 }
 
 asio::awaitable<Status> EtcdCoordinator::take_over() {
-  auto alive = alive_;
+  auto alive = life_.watch();
   // The job's end, if it came: every node present is told again (the previous coordinator
   // may have died before they all heard it); nothing else happens.
   auto finished = co_await client_.range(keys_.finished());
-  if (!*alive) co_return Status::ok();
+  if (!alive) co_return Status::ok();
   if (!finished) co_return finished.status();
   if (!finished->kvs.empty()) {
     auto decoded = membership::decode_push(finished->kvs[0].value);
@@ -79,15 +75,14 @@ asio::awaitable<Status> EtcdCoordinator::take_over() {
     }
   }
   auto state = co_await client_.range(keys_.state());
-  if (!*alive) co_return Status::ok();
+  if (!alive) co_return Status::ok();
   if (!state) co_return state.status();
   std::optional<JobState> facts;
   if (!state->kvs.empty()) {
     facts = decode_job_state(state->kvs[0]);
     if (facts) {
       resume_round_ = facts->round + 1;
-      resume_restarts_ = facts->restart_count;
-      resume_departures_ = facts->departures;
+      registry_.resume(run_id_, {facts->round + 1, facts->restart_count, facts->departures});
       state_round_ = facts->round;
     } else {
       spdlog::warn("{} does not hold ddprun's job state; ignored", keys_.state());
@@ -98,7 +93,7 @@ asio::awaitable<Status> EtcdCoordinator::take_over() {
   const std::string from = keys_.nodes();
   const std::string to = etcd::prefix_end(keys_.requests());
   auto present = co_await client_.range(from, to);
-  if (!*alive) co_return Status::ok();
+  if (!alive) co_return Status::ok();
   if (!present) co_return present.status();
   std::vector<etcd::KeyValue> nodes, requests;
   for (auto& kv : present->kvs) {
@@ -138,10 +133,8 @@ asio::awaitable<Status> EtcdCoordinator::take_over() {
         break;
     }
   }
-  if (job_ && resume_round_ && !finished_ && !plan.resume_running) {
-    membership::Events out;
-    job_->complete_if_ready(Clock::now(), out);
-    deliver(std::move(out));
+  if (resume_round_ && !finished_ && !plan.resume_running) {
+    deliver(registry_.complete_if_ready(run_id_, Clock::now()));
   }
   watch_ = etcd::Watch::start(
       io_.get_executor(), client_.options().endpoints,
@@ -190,32 +183,9 @@ void EtcdCoordinator::on_node_put(const etcd::KeyValue& kv) {
   ids_[*node_key] = id;
   nodes_[id] = Node{*node_key, false};
   ++present_;
-  membership::Events out;
-  if (finished_) {
-    out.push_back({id, *finished_});
-    return deliver(std::move(out));
-  }
-  const auto now = Clock::now();
-  if (!job_) {
-    if (Status s = membership::validate(join->config); !s) {
-      out.push_back({id, membership::ErrorEvent{s.code(), s.message()}});
-      return deliver(std::move(out));
-    }
-    job_ = std::make_unique<membership::Job>(run_id_, lease_liveness(join->config), false, now);
-    if (resume_round_) job_->resume(*resume_round_, resume_restarts_, resume_departures_);
-  }
-  const membership::Config mine = lease_liveness(join->config);
-  if (std::string diff = membership::config_mismatch(mine, job_->config()); !diff.empty()) {
-    out.push_back({id, membership::ErrorEvent{
-                           ErrorCode::kInvalidArgument,
-                           "node " + *node_key + " joins job '" + run_id_ +
-                               "' with another configuration than its other nodes: " + diff +
-                               "; pass the same --nnodes, --max-restarts and --rdzv-conf on "
-                               "every node"}});
-    return deliver(std::move(out));
-  }
-  job_->join(id, join->node, std::nullopt, now, out);
-  deliver(std::move(out));
+  if (finished_) return deliver({{id, *finished_}});
+  join->run_id = run_id_;  // the prefix is the job's
+  deliver(registry_.handle(id, std::move(*join), Clock::now()));
 }
 
 void EtcdCoordinator::on_node_deleted(const std::string& node_key) {
@@ -227,11 +197,8 @@ void EtcdCoordinator::on_node_deleted(const std::string& node_key) {
     nodes_.erase(n);
     --present_;
   }
-  if (!job_ || finished_) return;
-  membership::Events out;
-  job_->remove_node(id, membership::GoneReason::kConnectionClosed,
-                    "its etcd lease expired or was revoked", Clock::now(), out);
-  deliver(std::move(out));
+  if (finished_) return;
+  deliver(registry_.connection_closed(id, Clock::now(), kLeaseGone));
 }
 
 void EtcdCoordinator::resume_running(const JobState& state, const TakeoverPlan& plan,
@@ -257,65 +224,39 @@ void EtcdCoordinator::resume_running(const JobState& state, const TakeoverPlan& 
     participants.emplace_back(entry.id, std::move(info));
   }
   if (!config) return;  // the recorded JOINs do not decode: a prefix holding other data
-  const auto now = Clock::now();
-  job_ = std::make_unique<membership::Job>(run_id_, lease_liveness(*config), false, now);
-  job_->resume_running(state.round, state.restart_count, state.departures, std::move(participants),
-                       now);
+  registry_.resume_running(run_id_, *config, {state.round, state.restart_count, state.departures},
+                           std::move(participants), Clock::now());
 }
 
 void EtcdCoordinator::on_participant_gone(const RosterEntry& entry) {
-  if (!job_ || finished_) return;
-  membership::Events out;
-  job_->remove_node(entry.id, membership::GoneReason::kConnectionClosed,
-                    "its etcd lease expired or was revoked", Clock::now(), out);
-  deliver(std::move(out));
+  if (finished_) return;
+  deliver(registry_.connection_closed(entry.id, Clock::now(), kLeaseGone));
 }
 
 void EtcdCoordinator::on_request(const etcd::KeyValue& kv) {
   auto node_key = keys_.requester_of(kv.key);
   auto it = node_key ? ids_.find(*node_key) : ids_.end();
-  if (it == ids_.end() || !job_ || finished_) return;
-  const membership::NodeId id = it->second;
+  if (it == ids_.end() || finished_) return;
   auto decoded = membership::decode_request(kv.value);
-  if (decoded.state != membership::DecodeState::kComplete) {
+  if (decoded.state != membership::DecodeState::kComplete ||
+      std::holds_alternative<membership::JoinRequest>(decoded.message)) {
     spdlog::warn("{} does not hold a ddprun request; ignored", kv.key);
     return;
   }
-  const auto now = Clock::now();
-  membership::Events out;
-  std::visit(
-      [&](auto& r) {
-        using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, membership::ReportFailure>) {
-          job_->report_failure(id, r.round, std::move(r.failures), now, out);
-        } else if constexpr (std::is_same_v<T, membership::WorkersStopped>) {
-          job_->workers_stopped(id, r.round, now, out);
-        } else if constexpr (std::is_same_v<T, membership::ReportSuccess>) {
-          job_->report_success(id, r.round, now, out);
-        } else if constexpr (std::is_same_v<T, membership::Leave>) {
-          job_->remove_node(id, membership::GoneReason::kLeft, r.reason, now, out);
-        } else if constexpr (std::is_same_v<T, membership::QueryWaiting>) {
-          job_->query_waiting(id, now, out);
-        }
-      },
-      decoded.message);
-  deliver(std::move(out));
+  deliver(registry_.handle(it->second, std::move(decoded.message), Clock::now()));
 }
 
 void EtcdCoordinator::arm_timer() {
-  if (!job_ || stopped_) return;
-  auto next = job_->next_deadline();
+  if (stopped_) return;
+  auto next = registry_.next_deadline();
   if (!next) {
     timer_.cancel();
     return;
   }
   timer_.expires_at(*next);
-  timer_.async_wait([this, alive = alive_](const boost::system::error_code& ec) {
-    if (ec || !*alive || !job_) return;
-    membership::Events out;
-    job_->on_deadline(Clock::now(), out);
-    deliver(std::move(out));
-  });
+  timer_.async_wait(life_.guard([this](const boost::system::error_code& ec) {
+    if (!ec) deliver(registry_.on_deadline(Clock::now()));
+  }));
 }
 
 }  // namespace ddp::rendezvous

@@ -1,5 +1,6 @@
-// The job's membership state machine (membership::Job, the same rules as the c10d daemon) run
-// by the one agent that won the election (docs/etcd.md). Inputs are etcd keys: node keys
+// The job's membership state machine run by the one agent that won the election
+// (docs/etcd.md): a transport to membership::Registry, the daemon's own request dispatch, so
+// both transports share one set of rules. Inputs are etcd keys: node keys
 // created (JOIN, NodeId = the key's create_revision, so JOIN order is revision order) and
 // deleted (lease expired or revoked: a closed connection), and request keys (reports, LEAVE).
 // It reads them at a revision R, replays them in order, then watches from R + 1. Outputs are
@@ -14,7 +15,7 @@
 // was deposed (its lease expired while it was paused or cut off, and another won) writes
 // nothing: its txn fails and it goes to on_fatal with kPeerGone.
 //
-// Liveness of nodes is their leases only: the Job's heartbeat budget is set beyond reach.
+// Liveness of nodes is their leases only (RegistryOptions::external_liveness).
 // Errors it cannot get past (etcd refuses its writes for request_timeout, a watch lost)
 // go to on_fatal once; the backend then treats the rendezvous as lost.
 //
@@ -32,11 +33,12 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/lifetime.h"
 #include "etcd/client.h"
 #include "etcd/watch.h"
 #include "rendezvous/etcd_hub/etcd_keys.h"
 #include "rendezvous/etcd_hub/etcd_takeover.h"
-#include "rendezvous/membership/job.h"
+#include "rendezvous/membership/registry.h"
 
 namespace ddp::rendezvous {
 
@@ -66,6 +68,7 @@ class EtcdCoordinator {
   boost::asio::awaitable<void> run();
   boost::asio::awaitable<Status> take_over();
   void on_watch(std::vector<etcd::WatchEvent> events);
+  const rendezvous::membership::Job* job() const { return registry_.find(run_id_); }
   void on_node_put(const etcd::KeyValue& kv);
   void on_node_deleted(const std::string& node_key);
   void on_request(const etcd::KeyValue& kv);
@@ -90,13 +93,12 @@ class EtcdCoordinator {
   std::int64_t fence_revision_;
   std::int64_t gone_revision_;
   std::function<void(Status)> on_fatal_;
-  std::unique_ptr<rendezvous::membership::Job> job_;
+  rendezvous::membership::Registry registry_;
   std::optional<rendezvous::membership::JobFinished> finished_;
   std::unordered_map<std::string, rendezvous::membership::NodeId> ids_;  // node key -> id
   std::map<rendezvous::membership::NodeId, Node> nodes_;                 // present, by JOIN order
   std::size_t present_ = 0;
   std::optional<std::uint64_t> resume_round_;
-  std::uint32_t resume_restarts_ = 0, resume_departures_ = 0;
   std::shared_ptr<etcd::Watch> watch_;
   boost::asio::steady_timer timer_;
   std::deque<etcd::Json> writes_;  // txn ops not yet written
@@ -105,7 +107,7 @@ class EtcdCoordinator {
   std::uint64_t state_round_ = 0;
   std::function<void()> drained_;
   bool stopped_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for coroutines in flight
+  Lifetime life_;  // last: for coroutines and handlers in flight
 };
 
 }  // namespace ddp::rendezvous

@@ -26,11 +26,12 @@ void EtcdCoordinator::deliver(membership::Events events) {
       finished_ = *f;
       writes_.push_back(etcd::op_put(keys_.finished(), membership::encode_push(*f)));
     }
-    if (std::holds_alternative<membership::RoundComplete>(e.payload) && job_ &&
-        job_->round() != state_round_) {
-      state_round_ = job_->round();
-      JobState facts{job_->round(), job_->restart_count(), job_->departures(), {}, 0};
-      for (membership::NodeId id : job_->roster()) {
+    const membership::Job* job = this->job();
+    if (std::holds_alternative<membership::RoundComplete>(e.payload) && job &&
+        job->round() != state_round_) {
+      state_round_ = job->round();
+      JobState facts{job->round(), job->restart_count(), job->departures(), {}, 0};
+      for (membership::NodeId id : job->roster()) {
         if (auto p = nodes_.find(id); p != nodes_.end())
           facts.roster.push_back({p->second.key, id});
       }
@@ -54,7 +55,7 @@ void EtcdCoordinator::flush() {
 }
 
 asio::awaitable<void> EtcdCoordinator::write_queue() {
-  auto alive = alive_;
+  auto alive = life_.watch();
   while (!writes_.empty()) {
     etcd::Txn txn;
     while (!writes_.empty() && txn.success.size() < kOpsPerTxn) {
@@ -64,7 +65,7 @@ asio::awaitable<void> EtcdCoordinator::write_queue() {
     // The fence: only while P/coordinator is still this agent's claim.
     txn.compare.push_back(etcd::compare_create_revision(keys_.coordinator(), fence_revision_));
     auto r = co_await client_.txn(std::move(txn));
-    if (!*alive) co_return;
+    if (!alive) co_return;
     // A refused fence, or a put under this agent's lease after it expired: deposed.
     if (r ? !r->succeeded : r.status().code() == ErrorCode::kNotFound) {
       writing_ = false;
