@@ -29,12 +29,8 @@ etcd::ClientOptions call_options(const EtcdSettings& s) {
 }
 
 etcd::ClientOptions keep_alive_options(const EtcdSettings& s) {
-  auto third = std::chrono::duration_cast<std::chrono::milliseconds>(s.lease_ttl) / 3;
-  return {.endpoints = s.endpoints,
-          .request_timeout = std::max<std::chrono::milliseconds>(third, 300ms),
-          .attempt_timeout = std::min<std::chrono::milliseconds>(
-              std::max<std::chrono::milliseconds>(third, 300ms), 1s),
-          .transport = etcd_transport(s)};
+  return etcd::Session::keep_alive_options(
+      {.endpoints = s.endpoints, .transport = etcd_transport(s)}, s.lease_ttl);
 }
 
 // One blocking call on a private io_context: for the last words, when no loop runs.
@@ -83,9 +79,7 @@ EtcdLink::EtcdLink(asio::io_context& io, const AgentConfig& config, const RunSet
       join_(node_join(config, setup, settings_.rdzv.config, 0)),
       servers_(io, config, settings_.rdzv, setup.group.run_id),
       client_(io.get_executor(), call_options(settings_)),
-      keepalive_client_(io.get_executor(), keep_alive_options(settings_)),
-      death_watch_(death_watch),
-      keep_alive_timer_(io) {}
+      death_watch_(death_watch) {}
 
 EtcdLink::~EtcdLink() {
   close();
@@ -113,25 +107,26 @@ void EtcdLink::open(LinkEvents& events) {
 asio::awaitable<void> EtcdLink::run_join() {
   auto alive = life_.watch();
   const std::string where = etcd::join_endpoints(settings_.endpoints);
-  auto lease = co_await client_.grant(settings_.lease_ttl);
+  auto session = co_await etcd::Session::open(client_, keep_alive_options(settings_),
+                                              settings_.lease_ttl, [this](Status s) { lost(s); });
   if (!alive || closed_) co_return;
-  if (!lease) {
-    lost(Status(lease.status().code(),
-                lease.status().message() +
+  if (!session) {
+    lost(Status(session.status().code(),
+                session.status().message() +
                     "; start etcd (>= 3.4) there, check --rdzv-endpoint, or raise --rdzv-conf "
                     "read_timeout"));
     co_return;
   }
-  lease_ = lease->id;
-  if (lease->ttl > settings_.lease_ttl) {
+  session_ = std::move(*session);
+  lease_ = session_->lease();
+  if (session_->ttl() > settings_.lease_ttl) {
     spdlog::warn(
         "etcd granted a lease of {} s for lease_ttl={}: its smallest (1.5 x its election "
         "timeout, rounded up); a lost node is noticed after {} s",
-        lease->ttl.count(), settings_.lease_ttl.count(), lease->ttl.count());
+        session_->ttl().count(), settings_.lease_ttl.count(), session_->ttl().count());
   }
   // From here a death of this agent without its own revoke is revoked by the death watch.
   if (death_watch_) death_watch_->set_last_words(std::to_string(lease_));
-  asio::co_spawn(io_, keep_alive(), asio::detached);
 
   auto finished = co_await client_.range(keys_.finished());
   if (!alive || closed_) co_return;
@@ -207,37 +202,6 @@ asio::awaitable<void> EtcdLink::campaign() {
   coordinator_->start();
 }
 
-asio::awaitable<void> EtcdLink::keep_alive() {
-  auto alive = life_.watch();
-  auto last_ok = std::chrono::steady_clock::now();
-  const auto period =
-      std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl) / 3;
-  for (;;) {
-    // The lease's own rhythm: a keep-alive every third of its TTL (heartbeats, not polling).
-    keep_alive_timer_.expires_after(period);
-    auto [ec] = co_await keep_alive_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (ec || !alive || closed_ || lost_) co_return;
-    auto r = co_await keepalive_client_.keep_alive(lease_);
-    if (!alive || closed_ || lost_) co_return;
-    if (r) {
-      last_ok = std::chrono::steady_clock::now();
-      continue;
-    }
-    if (r.status().code() == ErrorCode::kNotFound) {
-      co_return lost(peer_gone("this node's etcd lease expired (etcd did not hear from it for " +
-                               std::to_string(settings_.lease_ttl.count()) +
-                               " s); the job counts it as gone"));
-    }
-    if (std::chrono::steady_clock::now() - last_ok >= settings_.lease_ttl) {
-      co_return lost(peer_gone(
-          "lost etcd (" + etcd::join_endpoints(settings_.endpoints) + ") for the lease TTL of " +
-          std::to_string(settings_.lease_ttl.count()) + " s: " + r.status().message()));
-    }
-    spdlog::warn("etcd keep-alive failed ({}); retrying until the lease expires",
-                 r.status().message());
-  }
-}
-
 void EtcdLink::on_coordinator_change(const std::vector<etcd::WatchEvent>& events) {
   if (closed_ || lost_ || finished_) return;
   bool freed = false;
@@ -306,7 +270,7 @@ void EtcdLink::close() {
   if (closed_) return;
   closed_ = true;
   life_.end();
-  keep_alive_timer_.cancel();
+  if (session_) session_->close();
   if (coordinator_) coordinator_->stop();
   if (event_watch_) event_watch_->cancel();
   if (coordinator_watch_) coordinator_watch_->cancel();

@@ -32,6 +32,7 @@
 #include "agent/run_setup.h"
 #include "common/lifetime.h"
 #include "etcd/client.h"
+#include "etcd/session.h"
 #include "etcd/watch.h"
 #include "proc/death_watch.h"
 #include "rendezvous/etcd_hub/etcd_coordinator.h"
@@ -70,7 +71,6 @@ class EtcdLink final : public MembershipLink {
 
  private:
   boost::asio::awaitable<void> run_join();
-  boost::asio::awaitable<void> keep_alive();
   boost::asio::awaitable<void> campaign();
   void on_coordinator_change(const std::vector<etcd::WatchEvent>& events);
   void on_events(const std::vector<etcd::WatchEvent>& events);
@@ -83,14 +83,13 @@ class EtcdLink final : public MembershipLink {
   rendezvous::membership::JoinRequest join_;
   NodeServers servers_;
   etcd::Client client_;            // calls that may wait up to read_timeout
-  etcd::Client keepalive_client_;  // keep-alives: bounded by a third of the TTL
   proc::DeathWatch* death_watch_;  // may be null
   LinkEvents* events_ = nullptr;
-  std::int64_t lease_ = 0;
+  std::unique_ptr<etcd::Session> session_;  // this node's lease, kept alive
+  std::int64_t lease_ = 0;                  // session_'s, kept after it closed
   std::unique_ptr<rendezvous::EtcdCoordinator> coordinator_;
   std::shared_ptr<etcd::Watch> event_watch_;
   std::shared_ptr<etcd::Watch> coordinator_watch_;
-  boost::asio::steady_timer keep_alive_timer_;
   std::uint64_t request_seq_ = 0;
   std::optional<std::string> leave_reason_;
   std::int64_t coordinator_gone_revision_ = 0;  // the last coordinator key deletion seen
