@@ -35,6 +35,11 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorkerEnv& env,
   opts.port = env.master_port;
   opts.numWorkers = static_cast<std::size_t>(env.world_size);
   opts.timeout = timeout;
+#if TORCH_VERSION_MAJOR >= 2
+  // 2.4+ defaults to libuv, which a build without it (Debian 13's 2.6) refuses; the classic
+  // backend speaks the same protocol.
+  opts.useLibUV = false;
+#endif
   if (env.use_agent_store) {
     opts.isServer = false;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);

@@ -7,6 +7,7 @@ Usage: test_worker_sdk_store.py --probe BIN --train BIN --interop BIN --python-r
 """
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -15,6 +16,14 @@ from sdk_case import SdkCase, free_port, worker_env
 import torch_python  # noqa: E402  (sdk_case put testlib on the path)
 
 ARGS = None
+TORCH2_STORE = """
+import datetime, os, signal
+from torch.distributed import TCPStore
+s = TCPStore("127.0.0.1", 0, int(os.environ["WORLD"]), True, datetime.timedelta(seconds=60),
+             wait_for_workers=False, use_libuv=False)
+print(s.port, flush=True)
+signal.pause()
+"""
 
 
 class WorkerSdkTest(SdkCase):
@@ -47,6 +56,34 @@ class WorkerSdkTest(SdkCase):
         self.finish_all([py] + cpp)
         for w in [py] + cpp:
             self.assertEqual(json.loads(w.seen[-1])["sum"], 6.0)
+
+    def test_torch2_cpp_ranks_join_through_the_agent_store(self):
+        # The SDK built against LibTorch 2.6 in the root (Debian 13's, without libuv) joins a job
+        # through an agent's store served by PyTorch 2.6, as under ddprun or torchrun 2.x.
+        python = torch_python.python_for(self, "2")
+        probe = self.torch2_probe()
+        server = self.start([python, "-c", TORCH2_STORE], dict(os.environ, WORLD="3"))
+        port = int(server.wait_line(r"^\d+$"))
+        ws = [self.start([*probe, "allreduce"], worker_env(r, 3, port, agent_store=True))
+              for r in range(3)]
+        self.finish_all(ws)
+        for r, w in enumerate(ws):
+            self.assertEqual(json.loads(w.seen[-1]), {"rank": r, "world": 3, "sum": 6.0,
+                                                      "restart": 0})
+
+    def torch2_probe(self):
+        """The sdk_probe command built against LibTorch 2.6 in the root, run there through
+        scripts/torch2-run. Built here in the build folder CTest worker_sdk_torch2 configured and
+        filled (only sdk_probe.cc compiles, once); skipTest when that build is missing."""
+        build = ARGS.torch2_build
+        if not build or not os.path.isfile(os.path.join(build, "build.ninja")):
+            self.skipTest(f"no LibTorch 2.x build of the SDK at {build or '(none given)'}; "
+                          "CTest worker_sdk_torch2 makes it")
+        run = os.path.join(torch_python.CHECKOUT, "scripts", "torch2-run")
+        built = subprocess.run([run, "cmake", "--build", build, "--target", "sdk_probe"],
+                               cwd=build, capture_output=True, text=True, timeout=900)
+        self.assertEqual(built.returncode, 0, built.stdout[-3000:] + built.stderr[-3000:])
+        return [run, os.path.join(build, "bin", "sdk_probe")]
 
     def test_bad_environment_is_named(self):
         env = worker_env(0, 2, 1234, agent_store=True)
