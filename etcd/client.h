@@ -72,6 +72,7 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   const ClientOptions& options() const { return options_; }
+  boost::asio::any_io_executor executor() const { return ex_; }
   // The endpoint the next call tries first (the last that answered).
   const Endpoint& current() const { return options_.endpoints[current_]; }
 

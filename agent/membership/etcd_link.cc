@@ -142,31 +142,25 @@ asio::awaitable<void> EtcdLink::run_join() {
         "); start a new job with a different --rdzv-id (etcd keeps " + keys_.finished() + ")"));
   }
   // Read, then watch from the next revision: this node's events, and the coordinator key.
-  auto mine = co_await client_.range(keys_.events(join_.node.node_key),
-                                     etcd::prefix_end(keys_.events(join_.node.node_key)));
+  const std::string inbox = keys_.events(join_.node.node_key);
+  auto mine = co_await client_.range(inbox, etcd::prefix_end(inbox));
   if (!alive || closed_) co_return;
   if (!mine) co_return lost(mine.status());
   const auto reconnect = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
+  auto lost_etcd =
+      life_.guard([this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); });
   event_watch_ = etcd::Watch::start(
       io_.get_executor(), settings_.endpoints,
-      {.key = keys_.events(join_.node.node_key),
-       .range_end = etcd::prefix_end(keys_.events(join_.node.node_key)),
+      {.key = inbox,
+       .range_end = etcd::prefix_end(inbox),
        .start_revision = mine->revision + 1,
        .reconnect_for = reconnect,
        .attempt_timeout = 2s,
        .transport = etcd_transport(settings_)},
-      life_.guard([this](std::vector<etcd::WatchEvent> events) { on_events(events); }),
-      life_.guard([this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); }));
-  coordinator_watch_ = etcd::Watch::start(
-      io_.get_executor(), settings_.endpoints,
-      {.key = keys_.coordinator(),
-       .range_end = {},
-       .start_revision = mine->revision + 1,
-       .reconnect_for = reconnect,
-       .attempt_timeout = 2s,
-       .transport = etcd_transport(settings_)},
-      life_.guard([this](std::vector<etcd::WatchEvent> events) { on_coordinator_change(events); }),
-      life_.guard([this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); }));
+      life_.guard([this](std::vector<etcd::WatchEvent> events) { on_events(events); }), lost_etcd);
+  election_.emplace(client_, keys_.coordinator(), join_.node.node_key, lease_);
+  election_->observe(mine->revision + 1, reconnect,
+                     life_.guard([this](std::int64_t rev) { on_vacated(rev); }), lost_etcd);
   co_await campaign();
   if (!alive || closed_ || lost_) co_return;
 
@@ -186,32 +180,24 @@ asio::awaitable<void> EtcdLink::run_join() {
 
 asio::awaitable<void> EtcdLink::campaign() {
   auto alive = life_.watch();
-  if (campaigning_ || coordinator_ || finished_) co_return;
+  if (closed_ || campaigning_ || coordinator_ || finished_) co_return;
   campaigning_ = true;
-  auto r =
-      co_await client_.txn(etcd::put_if_absent(keys_.coordinator(), join_.node.node_key, lease_));
+  auto fence = co_await election_->campaign();
   if (!alive || closed_) co_return;
   campaigning_ = false;
-  if (!r) co_return lost(r.status());
-  if (!r->succeeded) co_return;
-  // r->revision is the winning txn's: P/coordinator's create_revision, the fence.
+  if (!fence) co_return lost(fence.status());
+  if (!*fence) co_return;
   coordinator_ = std::make_unique<rendezvous::EtcdCoordinator>(
-      io_, client_, keys_, setup_.group.run_id, lease_, join_.node.node_key, r->revision,
+      io_, client_, keys_, setup_.group.run_id, lease_, join_.node.node_key, **fence,
       coordinator_gone_revision_,
       [this](Status why) { lost(Status(why.code(), "coordinating the job: " + why.message())); });
   coordinator_->start();
 }
 
-void EtcdLink::on_coordinator_change(const std::vector<etcd::WatchEvent>& events) {
+void EtcdLink::on_vacated(std::int64_t revision) {
   if (closed_ || lost_ || finished_) return;
-  bool freed = false;
-  for (const auto& e : events) {
-    if (!e.deleted) continue;
-    freed = true;
-    coordinator_gone_revision_ = e.kv.mod_revision;  // where a successor orders the loss
-  }
-  if (!freed) return;
-  if (coordinator_) return;  // not this node's key: its lease is alive while this runs
+  coordinator_gone_revision_ = revision;  // where a successor orders the loss
+  if (coordinator_) return;               // not this node's key: its lease is alive while this runs
   events_->on_reform("the node coordinating the job left; the job re-forms");
   asio::co_spawn(io_, campaign(), asio::detached);
 }
@@ -273,7 +259,7 @@ void EtcdLink::close() {
   if (session_) session_->close();
   if (coordinator_) coordinator_->stop();
   if (event_watch_) event_watch_->cancel();
-  if (coordinator_watch_) coordinator_watch_->cancel();
+  election_.reset();
   servers_.stop();
 }
 

@@ -32,6 +32,7 @@
 #include "agent/run_setup.h"
 #include "common/lifetime.h"
 #include "etcd/client.h"
+#include "etcd/election.h"
 #include "etcd/session.h"
 #include "etcd/watch.h"
 #include "proc/death_watch.h"
@@ -72,7 +73,7 @@ class EtcdLink final : public MembershipLink {
  private:
   boost::asio::awaitable<void> run_join();
   boost::asio::awaitable<void> campaign();
-  void on_coordinator_change(const std::vector<etcd::WatchEvent>& events);
+  void on_vacated(std::int64_t revision);
   void on_events(const std::vector<etcd::WatchEvent>& events);
   void lost(Status why);
 
@@ -89,7 +90,7 @@ class EtcdLink final : public MembershipLink {
   std::int64_t lease_ = 0;                  // session_'s, kept after it closed
   std::unique_ptr<rendezvous::EtcdCoordinator> coordinator_;
   std::shared_ptr<etcd::Watch> event_watch_;
-  std::shared_ptr<etcd::Watch> coordinator_watch_;
+  std::optional<etcd::Election> election_;  // for P/coordinator, under lease_
   std::uint64_t request_seq_ = 0;
   std::optional<std::string> leave_reason_;
   std::int64_t coordinator_gone_revision_ = 0;  // the last coordinator key deletion seen

@@ -1,0 +1,29 @@
+#include "etcd/election.h"
+
+namespace ddp::etcd {
+
+boost::asio::awaitable<Result<std::optional<std::int64_t>>> Election::campaign() {
+  auto r = co_await client_.txn(put_if_absent(key_, value_, lease_));
+  if (!r) co_return r.status();
+  co_return r->succeeded ? std::optional(r->revision) : std::nullopt;
+}
+
+void Election::observe(std::int64_t from_revision, std::chrono::milliseconds reconnect_for,
+                       std::function<void(std::int64_t)> on_vacated, Watch::OnError on_error) {
+  const auto& o = client_.options();
+  auto on_events = [on_vacated = std::move(on_vacated)](std::vector<WatchEvent> events) {
+    std::int64_t vacated = 0;
+    for (const auto& e : events) vacated = e.deleted ? e.kv.mod_revision : vacated;
+    if (vacated != 0) on_vacated(vacated);
+  };
+  watch_ = Watch::start(client_.executor(), o.endpoints,
+                        {.key = key_,
+                         .range_end = {},
+                         .start_revision = from_revision,
+                         .reconnect_for = reconnect_for,
+                         .attempt_timeout = o.attempt_timeout,
+                         .transport = o.transport},
+                        std::move(on_events), std::move(on_error));
+}
+
+}  // namespace ddp::etcd

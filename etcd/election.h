@@ -1,0 +1,41 @@
+// One key contended, in the manner of etcd's concurrency.Election: campaign() puts it if
+// absent under the contender's lease (a Session's), so it goes with its holder's lease; the
+// winning txn's revision (the key's create_revision) is the holder's fence. observe() tells
+// each time the key is vacated; the contender may then campaign again.
+//
+// Threading: one io_context thread. After destruction no callback runs.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <optional>
+
+#include "etcd/client.h"
+#include "etcd/watch.h"
+
+namespace ddp::etcd {
+
+class Election {
+ public:
+  // Through `client` (outlives this; the watch uses its endpoints and transport).
+  Election(Client& client, std::string key, std::string value, std::int64_t lease)
+      : client_(client), key_(std::move(key)), value_(std::move(value)), lease_(lease) {}
+  ~Election() {
+    if (watch_) watch_->cancel();
+  }
+
+  // Won: the fence revision; nullopt when another contender holds the key.
+  boost::asio::awaitable<Result<std::optional<std::int64_t>>> campaign();
+  // Once. From `from_revision` on, on_vacated(the revision of its last deletion) for each watch
+  // batch that deleted the key; on_error once if the watch is lost (watch.h).
+  void observe(std::int64_t from_revision, std::chrono::milliseconds reconnect_for,
+               std::function<void(std::int64_t)> on_vacated, Watch::OnError on_error);
+
+ private:
+  Client& client_;
+  std::string key_;
+  std::string value_;
+  std::int64_t lease_;
+  std::shared_ptr<Watch> watch_;
+};
+
+}  // namespace ddp::etcd
