@@ -37,18 +37,4 @@ struct LaunchPlan {
   std::string nproc_per_node;
 };
 
-inline std::string_view launch_kind_name(LaunchPlan::Kind kind) {
-  switch (kind) {
-    case LaunchPlan::Kind::kLocal:
-      return "local";
-    case LaunchPlan::Kind::kSsh:
-      return "ssh";
-    case LaunchPlan::Kind::kSlurm:
-      return "slurm";
-    case LaunchPlan::Kind::kPbs:
-      return "pbs";
-  }
-  return "local";
-}
-
 }  // namespace ddp::launcher

@@ -312,12 +312,6 @@ void put_bytes(std::string& out, std::string_view bytes) {
 bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v) {
   return bytes::get(in, pos, v);
 }
-bool get_u32(std::string_view in, std::size_t& pos, std::uint32_t& v) {
-  return bytes::get(in, pos, v);
-}
-bool get_i64(std::string_view in, std::size_t& pos, std::int64_t& v) {
-  return bytes::get(in, pos, v);
-}
 bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v) {
   return bytes::get(in, pos, v);
 }

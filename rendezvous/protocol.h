@@ -185,8 +185,6 @@ void put_bytes(std::string& out, std::string_view bytes);  // u64 length + bytes
 // Raw readers for replies (client side); return false when `in` is too short.
 // Each advances `pos` past what it read.
 bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v);
-bool get_u32(std::string_view in, std::size_t& pos, std::uint32_t& v);
-bool get_i64(std::string_view in, std::size_t& pos, std::int64_t& v);
 bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v);
 
 // ---- job secrets: AUTH_HELLO, AUTH_FRAME, CHALLENGE (drawn above) ----------------------

@@ -58,7 +58,6 @@ class WorkerWatch {
   // Takes the stacks of `targets` (workers of the current group).
   void capture(std::vector<StackTarget> targets,
                std::function<void(std::vector<CapturedStack>)> done);
-  bool python_workers() const { return python_; }
 
  private:
   void on_timer(const TimerRequest& expired);

@@ -74,10 +74,7 @@ std::string output_prefix(const std::string& line_template, const std::string& r
 
 OutputRouter::OutputRouter(const AgentConfig& config, bool log_dir_given, int console_out_fd,
                            int console_err_fd)
-    : config_(config),
-      log_dir_given_(log_dir_given),
-      console_fd_{console_out_fd, console_err_fd},
-      hostname_(host_name()) {
+    : config_(config), console_fd_{console_out_fd, console_err_fd}, hostname_(host_name()) {
   for (int r = 0; r < config.nproc_per_node; ++r) {
     for (proc::StreamId s : {proc::StreamId::kStdout, proc::StreamId::kStderr}) {
       auto sink = std::make_unique<Sink>();

@@ -71,7 +71,6 @@ class OutputRouter {
   const std::vector<std::string>& filters(proc::StreamId stream) const;
 
   const AgentConfig& config_;
-  bool log_dir_given_;
   int console_fd_[2];
   std::string hostname_;
   int filtered_fd_[2] = {-1, -1};             // filtered_stdout.log, filtered_stderr.log

@@ -162,20 +162,6 @@ void Supervisor::after_stop() {
   }
 }
 
-int outcome_exit_code(const Outcome& outcome, int root_cause_exit_code) {
-  switch (outcome.kind) {
-    case Outcome::Kind::kSucceeded:
-      return 0;
-    case Outcome::Kind::kFailed:
-      return root_cause_exit_code;
-    case Outcome::Kind::kInterrupted:
-      return 128 + outcome.signal;
-    case Outcome::Kind::kError:
-      return 1;
-  }
-  return 1;
-}
-
 void Supervisor::finish(Outcome outcome) {
   phase_ = Phase::kDone;
   grace_timer_.cancel();

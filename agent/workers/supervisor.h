@@ -58,11 +58,6 @@ struct Outcome {
   Status error;                         // kError
 };
 
-// The exit code ddprun returns for an outcome: 0, the root-cause worker's code (passed in:
-// it needs the error files, see error_report.h) for kFailed, 128 + signal for kInterrupted,
-// 1 for kError.
-int outcome_exit_code(const Outcome& outcome, int root_cause_exit_code);
-
 struct SupervisorOptions {
   int nproc = 1;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};

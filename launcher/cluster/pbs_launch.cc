@@ -15,10 +15,6 @@ std::string lower(std::string_view text) {
 
 }  // namespace
 
-std::string_view pbs_flavor_name(PbsFlavor flavor) {
-  return flavor == PbsFlavor::kTorque ? "torque" : "pbspro";
-}
-
 Result<PbsFlavor> detect_pbs_flavor(const PbsFacts& facts) {
   std::string forced = lower(env_value(facts.env, "DDPRUN_PBS_FLAVOR"));
   if (!forced.empty()) {

@@ -38,8 +38,6 @@ namespace ddp::launcher::cluster {
 
 enum class PbsFlavor { kTorque, kPbsPro };
 
-std::string_view pbs_flavor_name(PbsFlavor flavor);
-
 // What is known about the PBS installation, gathered by the caller.
 struct PbsFacts {
   std::string pbsdsh_version_output;  // stdout+stderr of `pbsdsh --version` ("" if not run)

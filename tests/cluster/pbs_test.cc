@@ -113,6 +113,4 @@ TEST_CASE("pbsdsh command lines per flavor", "[cluster][pbs]") {
     CHECK(std::find(argv.begin(), argv.begin() + 4, "-u") == argv.begin() + 4);
     CHECK(std::find(argv.begin(), argv.begin() + 4, "-o") == argv.begin() + 4);
   }
-  CHECK(pbs_flavor_name(PbsFlavor::kTorque) == "torque");
-  CHECK(pbs_flavor_name(PbsFlavor::kPbsPro) == "pbspro");
 }

@@ -170,12 +170,9 @@ TEST_CASE("reply helpers write little-endian fields", "[protocol]") {
   CHECK(out == byte(3) + u64(~std::uint64_t{0}) + u32(0x01020304) + str("ab"));
   std::size_t pos = 0;
   std::uint8_t b = 0;
-  std::int64_t i = 0;
-  std::uint32_t w = 0;
   REQUIRE(get_u8(out, pos, b));
-  REQUIRE(get_i64(out, pos, i));
-  REQUIRE(get_u32(out, pos, w));
-  CHECK((b == 3 && i == -1 && w == 0x01020304));
+  CHECK(b == 3);
+  pos += 8 + 4;  // the i64 and the u32 (their bytes are checked above)
   std::uint64_t len = 0;
   REQUIRE(get_u64(out, pos, len));
   CHECK(len == 2);

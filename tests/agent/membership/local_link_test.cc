@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "agent/membership/membership_backend.h"
-#include "rendezvous/store_client.h"
+#include "tests/rendezvous/store_client/store_client.h"
 
 namespace ddp::agent {
 namespace {

@@ -148,19 +148,6 @@ TEST_CASE("a failing before-attempt hook ends the run before any spawn", "[super
   CHECK(h.launcher.specs.empty());
 }
 
-TEST_CASE("outcomes map to ddprun exit codes", "[supervisor]") {
-  Outcome o;
-  CHECK(outcome_exit_code(o, 7) == 0);
-  o.kind = Outcome::Kind::kFailed;
-  CHECK(outcome_exit_code(o, 3) == 3);
-  CHECK(outcome_exit_code(o, 137) == 137);
-  o.kind = Outcome::Kind::kInterrupted;
-  o.signal = SIGTERM;
-  CHECK(outcome_exit_code(o, 3) == 143);
-  o.kind = Outcome::Kind::kError;
-  CHECK(outcome_exit_code(o, 3) == 1);
-}
-
 TEST_CASE("exit status decoding and shell codes", "[supervisor]") {
   CHECK(proc::ExitStatus::from_wait_status(3 << 8) == proc::ExitStatus::exited(3));
   CHECK(proc::ExitStatus::from_wait_status(SIGKILL) == proc::ExitStatus::killed(SIGKILL));

@@ -6,7 +6,7 @@
 #include <future>
 #include <thread>
 
-#include "rendezvous/store_client.h"
+#include "tests/rendezvous/store_client/store_client.h"
 
 namespace ddp::rendezvous {
 namespace {

@@ -1,4 +1,4 @@
-#include "rendezvous/store_client.h"
+#include "tests/rendezvous/store_client/store_client.h"
 
 #include <algorithm>
 #include <boost/asio/connect.hpp>
