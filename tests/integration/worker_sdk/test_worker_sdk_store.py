@@ -82,13 +82,26 @@ class WorkerSdkTest(SdkCase):
     def test_python_and_cpp_ranks_share_one_job_torch2(self):
         # test_python_and_cpp_ranks_share_one_job on 2.6: a Python rank of PyTorch 2.6 (env://,
         # 2.x's key layout) and two ranks of the SDK built against LibTorch 2.6, through a 2.6
-        # agent store, restart 1 (2.x puts no attempt prefix in front of the keys). With
-        # TORCH_DIST_INIT_BARRIER=1 the Python rank waits in init_process_group until all three
-        # ranks have counted themselves in 2.x's barrier key.
+        # agent store, restart 1 (2.x puts no attempt prefix in front of the keys). First with
+        # TORCH_DIST_INIT_BARRIER=1, where the Python rank waits in init_process_group until all
+        # three ranks have counted themselves in 2.x's barrier key; then without (2.x's default:
+        # no barrier, so no barrier key).
+        barrier = "default_pg/store_based_barrier_key:0"
+        old_keys = ["/worker/attempt_1/" + barrier,
+                    "/worker/attempt_1/default_pg/store_based_barrier_key:1"]
+        python, port = self.mixed_torch2_job({"TORCH_DIST_INIT_BARRIER": "1"})
+        self.assertEqual(self.torch2_store_values(
+            python, port, [barrier, barrier + ":last_worker", *old_keys]), ["3", "1", None, None])
+        python, port = self.mixed_torch2_job({})
+        self.assertEqual(self.torch2_store_values(python, port, [barrier, *old_keys]),
+                         [None, None, None])
+
+    def mixed_torch2_job(self, extra):
+        """Python rank 0 (PyTorch 2.6) and C++ ranks 1 and 2 (the 2.6 SDK) all-reduce through a
+        fresh 2.6 agent store at restart 1; returns the interpreter and the store's port."""
         python = torch_python.python_for(self, "2")
         probe = self.torch2_probe()
         port = self.torch2_agent_store(python, 3)
-        extra = {"TORCH_DIST_INIT_BARRIER": "1"}
         env = [worker_env(r, 3, port, agent_store=True, restart=1, extra=extra) for r in range(3)]
         py = self.start([python, ARGS.python_rank], env[0])
         cpp = [self.start([*probe, "allreduce"], env[r]) for r in (1, 2)]
@@ -96,10 +109,7 @@ class WorkerSdkTest(SdkCase):
         for r, w in enumerate([py] + cpp):
             self.assertEqual(json.loads(w.seen[-1]), {"rank": r, "world": 3, "sum": 6.0,
                                                       "restart": 1})
-        barrier = "default_pg/store_based_barrier_key:0"
-        self.assertEqual(self.torch2_store_values(python, port, [
-            barrier, barrier + ":last_worker", "/worker/attempt_1/" + barrier,
-            "/worker/attempt_1/default_pg/store_based_barrier_key:1"]), ["3", "1", None, None])
+        return python, port
 
     def torch2_agent_store(self, python, world):
         """Port of a PyTorch 2.6 TCPStore server (in the root) standing in for the agent's."""
