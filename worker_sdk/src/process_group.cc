@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <sstream>
+#include <vector>
 
 #include "ddp/host_allocator.h"
 #include "gloo_devices.h"
@@ -22,10 +23,23 @@
 namespace ddp {
 namespace {
 
-// PyTorch names the first group "0" and its store-based barrier "store_based_barrier_key:1".
+// init_process_group's keys, as the LibTorch this SDK is built against lays them out (checked
+// against distributed_c10d.py of 1.13 and 2.6). PrefixStore joins prefix + "/" + key, so 2.x's
+// "0/" and "cpu/" give "default_pg/0//cpu//<key>".
 constexpr const char* kDefaultGroupPrefix = "default_pg";
+#if TORCH_VERSION_MAJOR >= 2
+// _new_process_group_helper: PrefixStore(f"{group_name}/") for the group, then
+// PrefixStore(f"{device}/") per backend (Gloo's first device is "cpu", NCCL's "cuda"). The
+// store-based barrier after init runs only under TORCH_DIST_INIT_BARRIER=1, keyed by group name.
+constexpr const char* kFirstGroupName = "0/";
+constexpr const char* kGlooDevicePrefix = "cpu/";
+constexpr const char* kNcclDevicePrefix = "cuda/";
+constexpr const char* kInitBarrierKey = "store_based_barrier_key:0";
+#else
+// 1.13: the group's store is PrefixStore("0"); the barrier (always run) counts groups from 1.
 constexpr const char* kFirstGroupName = "0";
 constexpr const char* kInitBarrierKey = "store_based_barrier_key:1";
+#endif
 // Keys of the host channel's full-mesh connect, beside the default group's "0/".
 constexpr const char* kHostChannelPrefix = "ddp_host_channel";
 
@@ -43,12 +57,51 @@ c10::intrusive_ptr<c10d::Store> connect_store(const WorkerEnv& env,
   if (env.use_agent_store) {
     opts.isServer = false;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+    // No PrefixStore for an empty prefix (2.x): it would still join "" + "/" + key.
+    if (env.store_prefix().empty()) return tcp;
     return c10::make_intrusive<c10d::PrefixStore>(env.store_prefix(), tcp);
   }
   opts.isServer = env.rank == 0;
   opts.waitWorkers = true;
   opts.multiTenant = true;
   return c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+}
+
+// The store a backend (ProcessGroupGloo / ProcessGroupNCCL) of the first group is built on.
+c10::intrusive_ptr<c10d::Store> backend_store(const c10::intrusive_ptr<c10d::Store>& group_store,
+                                              [[maybe_unused]] Backend backend) {
+#if TORCH_VERSION_MAJOR >= 2
+  return c10::make_intrusive<c10d::PrefixStore>(
+      backend == Backend::kNccl ? kNcclDevicePrefix : kGlooDevicePrefix, group_store);
+#else
+  return group_store;
+#endif
+}
+
+// The end of init_process_group on the default group's store: the store-based barrier and the
+// group's sequence number, in the order of the LibTorch this SDK is built against (the Python
+// rank 0 sets the sequence number the others read). 1.13: the barrier (always run), then the
+// sequence number; the SDK adds its arrival without waiting (Gloo's constructor already
+// connected every rank). 2.x: the sequence number, then the barrier only under
+// TORCH_DIST_INIT_BARRIER=1 (Python: int(value) == 1), where every rank waits and the last to
+// arrive sets "<key>:last_worker", as _store_based_barrier does.
+void finish_init(c10d::ProcessGroup& group, c10d::Store& store,
+                 [[maybe_unused]] const EnvLookup& lookup, [[maybe_unused]] int world_size,
+                 [[maybe_unused]] std::chrono::milliseconds timeout) {
+#if TORCH_VERSION_MAJOR >= 2
+  group.setSequenceNumberForGroup();
+  std::optional<std::string> enabled = lookup("TORCH_DIST_INIT_BARRIER");
+  if (!enabled || *enabled != "1") return;
+  const std::string last_worker = std::string(kInitBarrierKey) + ":last_worker";
+  store.add(kInitBarrierKey, 1);
+  if (store.add(kInitBarrierKey, 0) == world_size) {
+    store.set(last_worker, std::vector<std::uint8_t>{'1'});
+  }
+  store.wait({last_worker}, timeout);
+#else
+  store.add(kInitBarrierKey, 1);
+  group.setSequenceNumberForGroup();
+#endif
 }
 
 Backend resolve_backend(Backend requested) {
@@ -135,15 +188,24 @@ c10::intrusive_ptr<c10d::ProcessGroup> as_process_group(
 
 }  // namespace detail
 
-c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                       int rank, int world_size,
-                                                       std::chrono::milliseconds timeout) {
+namespace {
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo_backend(
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
+    std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices = detail::gloo_devices();
   options->threads = static_cast<int>(options->devices.size()) * 2;
-  return detail::as_process_group(
-      store, c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options),
-      c10::kCPU);
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int world_size,
+                                                       std::chrono::milliseconds timeout) {
+  return detail::as_process_group(store, make_gloo_backend(store, rank, world_size, timeout),
+                                  c10::kCPU);
 }
 
 Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
@@ -188,19 +250,20 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
       c10::cuda::set_device(static_cast<c10::DeviceIndex>(env->local_rank));
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = options.timeout;
-      group = detail::as_process_group(group_store,
-                                       c10::make_intrusive<c10d::ProcessGroupNCCL>(
-                                           group_store, env->rank, env->world_size, nccl_options),
-                                       c10::kCUDA);
+      group = detail::as_process_group(
+          group_store,
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(backend_store(group_store, backend),
+                                                      env->rank, env->world_size, nccl_options),
+          c10::kCUDA);
 #endif
     } else {
-      group = make_gloo_group(group_store, env->rank, env->world_size, options.timeout);
+      group =
+          detail::as_process_group(group_store,
+                                   make_gloo_backend(backend_store(group_store, backend), env->rank,
+                                                     env->world_size, options.timeout),
+                                   c10::kCPU);
     }
-    // PyTorch's init ends with a store-based barrier on this counter; add our arrival so Python
-    // ranks in the same job see us. Gloo's constructor already connected every rank, so we
-    // need not wait on the counter ourselves.
-    store->add(kInitBarrierKey, 1);
-    group->setSequenceNumberForGroup();
+    finish_init(*group, *store, options.lookup, env->world_size, options.timeout);
   } catch (const std::exception& e) {
     return timeout_error("building the process group failed for rank " + std::to_string(env->rank) +
                          " of " + std::to_string(env->world_size) + ": " + e.what());

@@ -1,5 +1,7 @@
 #include "ddp/worker_env.h"
 
+#include <torch/version.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -36,7 +38,12 @@ Result<long long> parse_integer(const EnvLookup& lookup, const std::string& name
 }  // namespace
 
 std::string WorkerEnv::store_prefix() const {
+#if TORCH_VERSION_MAJOR >= 2
+  // 2.x's _create_c10d_store: the agent makes a fresh store per attempt, so no prefix.
+  return std::string();
+#else
   return use_agent_store ? "/worker/attempt_" + std::to_string(restart_count) : std::string();
+#endif
 }
 
 EnvLookup process_env() {

@@ -24,6 +24,13 @@ s = TCPStore("127.0.0.1", 0, int(os.environ["WORLD"]), True, datetime.timedelta(
 print(s.port, flush=True)
 signal.pause()
 """
+TORCH2_READ = """
+import datetime, json, sys
+from torch.distributed import TCPStore
+s = TCPStore("127.0.0.1", int(sys.argv[1]), is_master=False,
+             timeout=datetime.timedelta(seconds=30), use_libuv=False)
+print(json.dumps([s.get(k).decode() if s.check([k]) else None for k in sys.argv[2:]]))
+"""
 
 
 class WorkerSdkTest(SdkCase):
@@ -47,7 +54,9 @@ class WorkerSdkTest(SdkCase):
         self.assertEqual(store.get("/worker/attempt_3/default_pg/store_based_barrier_key:1"), b"2")
 
     def test_python_and_cpp_ranks_share_one_job(self):
-        python = torch_python.worker_python(self)  # the Python rank's PyTorch (DDP_TEST_TORCH)
+        # The probe is built against LibTorch 1.13, so its Python peer runs 1.13: the two
+        # versions' init_process_group lay out the store keys differently (_torch2 below).
+        python = torch_python.python_for(self, "1")
         store = self.agent_store(3)
         py = self.start([python, ARGS.python_rank],
                         worker_env(0, 3, store.port, agent_store=True))
@@ -62,14 +71,57 @@ class WorkerSdkTest(SdkCase):
         # through an agent's store served by PyTorch 2.6, as under ddprun or torchrun 2.x.
         python = torch_python.python_for(self, "2")
         probe = self.torch2_probe()
-        server = self.start([python, "-c", TORCH2_STORE], dict(os.environ, WORLD="3"))
-        port = int(server.wait_line(r"^\d+$"))
+        port = self.torch2_agent_store(python, 3)
         ws = [self.start([*probe, "allreduce"], worker_env(r, 3, port, agent_store=True))
               for r in range(3)]
         self.finish_all(ws)
         for r, w in enumerate(ws):
             self.assertEqual(json.loads(w.seen[-1]), {"rank": r, "world": 3, "sum": 6.0,
                                                       "restart": 0})
+
+    def test_python_and_cpp_ranks_share_one_job_torch2(self):
+        # test_python_and_cpp_ranks_share_one_job on 2.6: a Python rank of PyTorch 2.6 (env://,
+        # 2.x's key layout) and two ranks of the SDK built against LibTorch 2.6, through a 2.6
+        # agent store, restart 1 (2.x puts no attempt prefix in front of the keys). First with
+        # TORCH_DIST_INIT_BARRIER=1, where the Python rank waits in init_process_group until all
+        # three ranks have counted themselves in 2.x's barrier key; then without (2.x's default:
+        # no barrier, so no barrier key).
+        barrier = "default_pg/store_based_barrier_key:0"
+        old_keys = ["/worker/attempt_1/" + barrier,
+                    "/worker/attempt_1/default_pg/store_based_barrier_key:1"]
+        python, port = self.mixed_torch2_job({"TORCH_DIST_INIT_BARRIER": "1"})
+        self.assertEqual(self.torch2_store_values(
+            python, port, [barrier, barrier + ":last_worker", *old_keys]), ["3", "1", None, None])
+        python, port = self.mixed_torch2_job({})
+        self.assertEqual(self.torch2_store_values(python, port, [barrier, *old_keys]),
+                         [None, None, None])
+
+    def mixed_torch2_job(self, extra):
+        """Python rank 0 (PyTorch 2.6) and C++ ranks 1 and 2 (the 2.6 SDK) all-reduce through a
+        fresh 2.6 agent store at restart 1; returns the interpreter and the store's port."""
+        python = torch_python.python_for(self, "2")
+        probe = self.torch2_probe()
+        port = self.torch2_agent_store(python, 3)
+        env = [worker_env(r, 3, port, agent_store=True, restart=1, extra=extra) for r in range(3)]
+        py = self.start([python, ARGS.python_rank], env[0])
+        cpp = [self.start([*probe, "allreduce"], env[r]) for r in (1, 2)]
+        self.finish_all([py] + cpp)
+        for r, w in enumerate([py] + cpp):
+            self.assertEqual(json.loads(w.seen[-1]), {"rank": r, "world": 3, "sum": 6.0,
+                                                      "restart": 1})
+        return python, port
+
+    def torch2_agent_store(self, python, world):
+        """Port of a PyTorch 2.6 TCPStore server (in the root) standing in for the agent's."""
+        server = self.start([python, "-c", TORCH2_STORE], dict(os.environ, WORLD=str(world)))
+        return int(server.wait_line(r"^\d+$"))
+
+    def torch2_store_values(self, python, port, keys):
+        """The values of keys in the 2.6 store at port (None where a key is missing)."""
+        read = subprocess.run([python, "-c", TORCH2_READ, str(port), *keys], capture_output=True,
+                              text=True, timeout=sdk_case.DEADLINE)
+        self.assertEqual(read.returncode, 0, read.stderr)
+        return json.loads(read.stdout)
 
     def torch2_probe(self):
         """The sdk_probe command built against LibTorch 2.6 in the root, run there through

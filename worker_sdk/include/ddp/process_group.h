@@ -1,12 +1,16 @@
 // Joining the job: the worker store and the default process group, set up exactly as
-// torch.distributed.init_process_group("env://") does in PyTorch 1.13, so C++ and Python ranks
+// torch.distributed.init_process_group("env://") does in the PyTorch whose LibTorch this SDK is
+// built against (1.13 or 2.x, chosen at compile time), so C++ and Python ranks of that version
 // can share one job:
 //   TCPStore(MASTER_ADDR, MASTER_PORT)              all clients under the agent store, or
 //                                                   rank 0 hosting it (multi-tenant) otherwise
-//   -> PrefixStore("/worker/attempt_<restart>")     agent store only
+//   -> PrefixStore("/worker/attempt_<restart>")     1.13, agent store only (2.x: no prefix)
 //   -> PrefixStore("default_pg")                    what WorkerContext::store() returns
-//   -> PrefixStore("0") -> ProcessGroupGloo / ProcessGroupNCCL
-// then the store-based barrier key "store_based_barrier_key:1" is incremented.
+//   1.13: -> PrefixStore("0") -> ProcessGroupGloo / ProcessGroupNCCL; then the store-based
+//         barrier key "store_based_barrier_key:1" is incremented.
+//   2.x:  -> PrefixStore("0/") (the ProcessGroup) -> PrefixStore("cpu/") -> ProcessGroupGloo
+//         or PrefixStore("cuda/") -> ProcessGroupNCCL; under TORCH_DIST_INIT_BARRIER=1 every
+//         rank then waits in the barrier on "store_based_barrier_key:0".
 //
 // Backend: NCCL when this SDK was built against a LibTorch with CUDA and NCCL (DDP_WITH_NCCL)
 // and a GPU is visible (device cuda:LOCAL_RANK); Gloo otherwise; overridable.

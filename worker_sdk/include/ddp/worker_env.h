@@ -18,14 +18,16 @@ struct WorkerEnv {
   int local_world_size = 1;
   std::string master_addr;
   std::uint16_t master_port = 0;
-  // TORCHELASTIC_USE_AGENT_STORE == "True": every rank is a client of the agent's store under
-  // /worker/attempt_<restart_count>. Otherwise rank 0 hosts the store itself.
+  // TORCHELASTIC_USE_AGENT_STORE == "True": every rank is a client of the agent's store (under
+  // /worker/attempt_<restart_count> on LibTorch 1.x). Otherwise rank 0 hosts the store itself.
   bool use_agent_store = false;
   int restart_count = 0;   // TORCHELASTIC_RESTART_COUNT, 0 when unset
   std::string error_file;  // TORCHELASTIC_ERROR_FILE, empty when unset
   std::string run_id;      // TORCHELASTIC_RUN_ID, empty when unset
 
-  // The key prefix PyTorch puts in front of every worker-store key for this attempt.
+  // The key prefix PyTorch puts in front of every worker-store key for this attempt: as the
+  // LibTorch this SDK was built against does (1.x: /worker/attempt_<n> under the agent store;
+  // 2.x: none, its agent makes a fresh store per attempt).
   std::string store_prefix() const;
 };
 
