@@ -81,6 +81,12 @@ Result<std::unique_ptr<MembershipLink>> local_link(asio::io_context& io, const A
   return std::unique_ptr<MembershipLink>(std::move(link).value());
 }
 
+// A multi-node job's secret: from stdin (a fan-out passes it there) or --rdzv-conf secret_file.
+Result<std::optional<std::string>> job_secret(const AgentConfig& config,
+                                              const std::optional<std::string>& file) {
+  return config.secret_from_stdin ? read_secret_line(STDIN_FILENO) : load_job_secret(file);
+}
+
 // One node of a multi-node job: c10d or static (NativeLink), or etcd (EtcdLink).
 template <typename Link, typename Settings, typename... Extra>
 Result<std::unique_ptr<MembershipLink>> multinode_link(asio::io_context& io,
@@ -194,6 +200,12 @@ int run(const AgentConfig& config) {
   std::unique_ptr<JobReport> report;
   if (etcd) {
     backend_name = "etcd";  // etcd-v2 and etcd-v3 are the same backend
+    auto secret = job_secret(config, etcd->rdzv.secret_file);
+    if (!secret) {
+      std::fprintf(stderr, "ddprun: error: %s\n", secret.status().message().c_str());
+      return 2;
+    }
+    etcd->rdzv.secret = std::move(secret).value();
     link = multinode_link<EtcdLink>(io, config, *setup, std::move(*etcd), **death_watch,
                                     &**death_watch);
     report = std::make_unique<RootCauseReport>(config, setup->group.run_id);
@@ -204,8 +216,7 @@ int run(const AgentConfig& config) {
       return 2;
     }
     backend_name = config.rdzv_backend;
-    auto secret = config.secret_from_stdin ? read_secret_line(STDIN_FILENO)
-                                           : load_job_secret(rdzv->secret_file);
+    auto secret = job_secret(config, rdzv->secret_file);
     if (!secret) {
       std::fprintf(stderr, "ddprun: error: %s\n", secret.status().message().c_str());
       return 2;

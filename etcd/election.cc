@@ -2,10 +2,18 @@
 
 namespace ddp::etcd {
 
-boost::asio::awaitable<Result<std::optional<std::int64_t>>> Election::campaign() {
-  auto r = co_await client_.txn(put_if_absent(key_, value_, lease_));
+boost::asio::awaitable<Result<Election::Holder>> Election::campaign(std::string value) {
+  Txn txn = put_if_absent(key_, value, lease_);
+  txn.failure.push_back(op_range(key_));
+  auto r = co_await client_.txn(std::move(txn));
   if (!r) co_return r.status();
-  co_return r->succeeded ? std::optional(r->revision) : std::nullopt;
+  if (r->succeeded) co_return Holder{true, r->revision, std::move(value)};
+  if (r->ranges.empty() || r->ranges[0].kvs.empty()) {
+    co_return Status(ErrorCode::kIo,
+                     "etcd answered a lost campaign for " + key_ + " without its holder");
+  }
+  const KeyValue& kv = r->ranges[0].kvs[0];
+  co_return Holder{false, kv.create_revision, kv.value};
 }
 
 void Election::observe(std::int64_t from_revision, std::chrono::milliseconds reconnect_for,

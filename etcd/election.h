@@ -1,7 +1,8 @@
-// One key contended, in the manner of etcd's concurrency.Election: campaign() puts it if
+// One key contended, in the manner of etcd's concurrency.Election: campaign(value) puts it if
 // absent under the contender's lease (a Session's), so it goes with its holder's lease; the
 // winning txn's revision (the key's create_revision) is the holder's fence. observe() tells
-// each time the key is vacated; the contender may then campaign again.
+// each time the key is vacated; the contender may then campaign again. A lost campaign names
+// the holder (its value: e.g. where the winner serves).
 //
 // Threading: one io_context thread. After destruction no callback runs.
 #pragma once
@@ -17,14 +18,20 @@ namespace ddp::etcd {
 class Election {
  public:
   // Through `client` (outlives this; the watch uses its endpoints and transport).
-  Election(Client& client, std::string key, std::string value, std::int64_t lease)
-      : client_(client), key_(std::move(key)), value_(std::move(value)), lease_(lease) {}
+  Election(Client& client, std::string key, std::int64_t lease)
+      : client_(client), key_(std::move(key)), lease_(lease) {}
   ~Election() {
     if (watch_) watch_->cancel();
   }
 
-  // Won: the fence revision; nullopt when another contender holds the key.
-  boost::asio::awaitable<Result<std::optional<std::int64_t>>> campaign();
+  // Who holds the key after the attempt: this contender (`mine`, revision = the fence) or
+  // another (its value and create_revision), read in the same txn.
+  struct Holder {
+    bool mine = false;
+    std::int64_t revision = 0;
+    std::string value;
+  };
+  boost::asio::awaitable<Result<Holder>> campaign(std::string value);
   // Once. From `from_revision` on, on_vacated(the revision of its last deletion) for each watch
   // batch that deleted the key; on_error once if the watch is lost (watch.h).
   void observe(std::int64_t from_revision, std::chrono::milliseconds reconnect_for,
@@ -33,7 +40,6 @@ class Election {
  private:
   Client& client_;
   std::string key_;
-  std::string value_;
   std::int64_t lease_;
   std::shared_ptr<Watch> watch_;
 };

@@ -3,12 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/post.hpp>
 #include <charconv>
 
+#include "common/host_port.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::agent {
@@ -33,21 +33,33 @@ etcd::ClientOptions keep_alive_options(const EtcdSettings& s) {
       {.endpoints = s.endpoints, .transport = etcd_transport(s)}, s.lease_ttl);
 }
 
-// One blocking call on a private io_context: for the last words, when no loop runs.
-Result<etcd::Json> call_last(const EtcdSettings& s, std::chrono::milliseconds timeout,
-                             const std::string& path, const etcd::Json& body) {
+// One blocking revoke on a private io_context: for the last words, when no loop runs.
+void revoke_blocking(const EtcdSettings& s, std::chrono::milliseconds timeout, std::int64_t lease) {
   etcd::ClientOptions last = keep_alive_options(s);
   last.request_timeout = timeout;
-  return etcd::call_blocking(last, path, body);
-}
-
-Result<etcd::Json> revoke_blocking(const EtcdSettings& s, std::chrono::milliseconds timeout,
-                                   std::int64_t lease) {
-  return call_last(s, timeout, "/v3/lease/revoke", etcd::Json{{"ID", std::to_string(lease)}});
+  (void)etcd::call_blocking(last, "/v3/lease/revoke", etcd::Json{{"ID", std::to_string(lease)}});
 }
 
 std::string finished_text(const membership::JobFinished& f) {
   return "exit code " + std::to_string(f.exit_code) + (f.reason.empty() ? "" : ": " + f.reason);
+}
+
+// P/state's value: {"round", "restart_count", "departures"} (JSON: readable with etcdctl).
+std::string encode_state(const membership::Job& job) {
+  return etcd::Json{{"round", job.round()},
+                    {"restart_count", job.restart_count()},
+                    {"departures", job.departures()}}
+      .dump();
+}
+
+std::optional<membership::ResumePoint> decode_state(const std::string& value) {
+  auto j = etcd::Json::parse(value, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  membership::ResumePoint at;
+  at.round = j.value("round", std::uint64_t{0});
+  at.restart_count = j.value("restart_count", std::uint32_t{0});
+  at.departures = j.value("departures", std::uint32_t{0});
+  return at;
 }
 
 }  // namespace
@@ -57,7 +69,7 @@ proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings) {
     std::int64_t lease = 0;
     auto [end, ec] = std::from_chars(note.data(), note.data() + note.size(), lease);
     if (ec == std::errc() && end == note.data() + note.size() && lease != 0) {
-      (void)revoke_blocking(settings, 2s, lease);
+      revoke_blocking(settings, 2s, lease);
     }
   };
 }
@@ -65,19 +77,17 @@ proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings) {
 Result<std::unique_ptr<EtcdLink>> EtcdLink::start(asio::io_context& io, const AgentConfig& config,
                                                   const RunSetup& setup, EtcdSettings settings,
                                                   proc::DeathWatch* death_watch) {
-  auto link = std::make_unique<EtcdLink>(io, config, setup, std::move(settings), death_watch);
-  if (Status s = link->servers_.start(); !s) return s;
-  return link;
+  return std::make_unique<EtcdLink>(io, config, setup, std::move(settings), death_watch);
 }
 
 EtcdLink::EtcdLink(asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
                    EtcdSettings settings, proc::DeathWatch* death_watch)
     : io_(io),
+      config_(config),
       setup_(setup),
       settings_(std::move(settings)),
-      keys_(settings_.prefix, setup.group.run_id),
-      join_(node_join(config, setup, settings_.rdzv.config, 0)),
-      servers_(io, config, settings_.rdzv, setup.group.run_id),
+      keys_(settings_, setup.group.run_id),
+      addr_(advertised_addr(config, setup)),
       client_(io.get_executor(), call_options(settings_)),
       death_watch_(death_watch) {}
 
@@ -85,44 +95,33 @@ EtcdLink::~EtcdLink() {
   close();
   if (lease_ == 0) return;
   // After a lost etcd, a short try: the exit must not wait on an unreachable etcd.
-  const auto timeout = lost_ ? 300ms : 2s;
-  if (leave_reason_) {
-    auto key = keys_.request(join_.node.node_key, ++request_seq_);
-    (void)call_last(
-        settings_, timeout, "/v3/kv/put",
-        etcd::op_put(key, membership::encode_request(membership::Leave{*leave_reason_}), lease_)
-            .at("request_put"));
-  }
-  // Revoking deletes this node's keys at once: the others hear it left now, not at expiry.
-  (void)revoke_blocking(settings_, timeout, lease_);
+  revoke_blocking(settings_, lost_ ? 300ms : 2s, lease_);
   // Tried: the death watch is not to try again after this process exits.
   if (death_watch_) death_watch_->clear_last_words();
 }
 
 void EtcdLink::open(LinkEvents& events) {
   events_ = &events;
-  asio::co_spawn(io_, run_join(), asio::detached);
+  asio::co_spawn(io_, run_open(), asio::detached);
 }
 
-asio::awaitable<void> EtcdLink::run_join() {
+asio::awaitable<void> EtcdLink::run_open() {
   auto alive = life_.watch();
-  const std::string where = etcd::join_endpoints(settings_.endpoints);
   auto session = co_await etcd::Session::open(client_, keep_alive_options(settings_),
                                               settings_.lease_ttl, [this](Status s) { lost(s); });
   if (!alive || closed_) co_return;
   if (!session) {
-    lost(Status(session.status().code(),
-                session.status().message() +
-                    "; start etcd (>= 3.4) there, check --rdzv-endpoint, or raise --rdzv-conf "
-                    "read_timeout"));
-    co_return;
+    co_return lost(Status(session.status().code(),
+                          session.status().message() +
+                              "; start etcd (>= 3.4) there, check --rdzv-endpoint, or raise "
+                              "--rdzv-conf read_timeout"));
   }
   session_ = std::move(*session);
   lease_ = session_->lease();
   if (session_->ttl() > settings_.lease_ttl) {
     spdlog::warn(
         "etcd granted a lease of {} s for lease_ttl={}: its smallest (1.5 x its election "
-        "timeout, rounded up); a lost node is noticed after {} s",
+        "timeout, rounded up); a lost host is noticed after {} s",
         session_->ttl().count(), settings_.lease_ttl.count(), session_->ttl().count());
   }
   // From here a death of this agent without its own revoke is revoked by the death watch.
@@ -141,109 +140,164 @@ asio::awaitable<void> EtcdLink::run_join() {
         (f ? finished_text(*f) : std::string("its record is not ddprun's")) +
         "); start a new job with a different --rdzv-id (etcd keeps " + keys_.finished() + ")"));
   }
-  // Read, then watch from the next revision: this node's events, and the coordinator key.
-  const std::string inbox = keys_.events(join_.node.node_key);
-  auto mine = co_await client_.range(inbox, etcd::prefix_end(inbox));
-  if (!alive || closed_) co_return;
-  if (!mine) co_return lost(mine.status());
-  const auto reconnect = std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl);
-  auto lost_etcd =
-      life_.guard([this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); });
-  event_watch_ = etcd::Watch::start(
-      io_.get_executor(), settings_.endpoints,
-      {.key = inbox,
-       .range_end = etcd::prefix_end(inbox),
-       .start_revision = mine->revision + 1,
-       .reconnect_for = reconnect,
-       .attempt_timeout = 2s,
-       .transport = etcd_transport(settings_)},
-      life_.guard([this](std::vector<etcd::WatchEvent> events) { on_events(events); }), lost_etcd);
-  election_.emplace(client_, keys_.coordinator(), join_.node.node_key, lease_);
-  election_->observe(mine->revision + 1, reconnect,
-                     life_.guard([this](std::int64_t rev) { on_vacated(rev); }), lost_etcd);
-  co_await campaign();
-  if (!alive || closed_ || lost_) co_return;
-
-  join_.node.store_port = servers_.store_port();
-  auto put = co_await client_.txn(etcd::put_if_absent(keys_.node(join_.node.node_key),
-                                                      membership::encode_request(join_), lease_));
-  if (!alive || closed_) co_return;
-  if (!put) co_return lost(put.status());
-  if (!put->succeeded) {
-    co_return lost(
-        internal_error("node key " + keys_.node(join_.node.node_key) + " already exists"));
-  }
-  spdlog::info("joined job {} through etcd {} (node {}, lease {} s)", setup_.group.run_id, where,
-               join_.node.node_key, settings_.lease_ttl.count());
-  events_->on_payload(membership::Joined{0, false});
+  election_.emplace(client_, keys_.host(), lease_);
+  election_->observe(
+      finished->revision + 1,
+      std::chrono::duration_cast<std::chrono::milliseconds>(settings_.lease_ttl),
+      life_.guard([this](std::int64_t) {
+        if (fence_ == 0) host_lost("the node hosting the job's rendezvous left");
+      }),
+      life_.guard([this](Status why) { lost(Status(why.code(), "lost etcd: " + why.message())); }));
+  seeking_ = true;
+  co_await seek();
 }
 
-asio::awaitable<void> EtcdLink::campaign() {
-  auto alive = life_.watch();
-  if (closed_ || campaigning_ || coordinator_ || finished_) co_return;
-  campaigning_ = true;
-  auto fence = co_await election_->campaign();
-  if (!alive || closed_) co_return;
-  campaigning_ = false;
-  if (!fence) co_return lost(fence.status());
-  if (!*fence) co_return;
-  coordinator_ = std::make_unique<rendezvous::EtcdCoordinator>(
-      io_, client_, keys_, setup_.group.run_id, lease_, join_.node.node_key, **fence,
-      coordinator_gone_revision_,
-      [this](Status why) { lost(Status(why.code(), "coordinating the job: " + why.message())); });
-  coordinator_->start();
-}
-
-void EtcdLink::on_vacated(std::int64_t revision) {
-  if (closed_ || lost_ || finished_) return;
-  coordinator_gone_revision_ = revision;  // where a successor orders the loss
-  if (coordinator_) return;               // not this node's key: its lease is alive while this runs
-  events_->on_reform("the node coordinating the job left; the job re-forms");
-  asio::co_spawn(io_, campaign(), asio::detached);
-}
-
-void EtcdLink::on_events(const std::vector<etcd::WatchEvent>& events) {
-  for (const auto& e : events) {
-    if (closed_ || lost_ || finished_) return;
-    if (e.deleted) continue;
-    auto decoded = membership::decode_push(e.kv.value);
-    if (decoded.state != membership::DecodeState::kComplete) {
-      spdlog::warn("{} does not hold a ddprun event; ignored", e.kv.key);
-      continue;
-    }
-    if (auto* j = std::get_if<membership::Joined>(&decoded.message); j && j->waiting) {
-      spdlog::info("job {}: a round is running; this node joins at round {}", setup_.group.run_id,
-                   j->round);
-    }
-    // After either, nothing of this job is this node's business (no campaign, no push).
-    finished_ = std::holds_alternative<membership::JobFinished>(decoded.message);
-    lost_ = std::holds_alternative<membership::ErrorEvent>(decoded.message);
-    events_->on_payload(decoded.message);
-  }
-}
-
-void EtcdLink::send(const membership::Request& request) {
-  if (auto* leave = std::get_if<membership::Leave>(&request)) {
-    leave_reason_ = leave->reason;  // the destructor's last words
+void EtcdLink::host_lost(const std::string& detail) {
+  if (closed_ || lost_ || finished_value_) return;
+  spdlog::info("job {}: {}; the job re-forms", setup_.group.run_id, detail);
+  host_was_lost_ = true;
+  events_->on_reform(detail + "; the job re-forms");
+  if (seeking_) {
+    reseek_ = true;  // the holder the running seek reads may be the one that left
     return;
   }
-  if (lease_ == 0 || closed_) return;
-  std::string key = keys_.request(join_.node.node_key, ++request_seq_);
-  std::string value = membership::encode_request(request);
+  seeking_ = true;
+  asio::post(io_, life_.guard([this] {
+    if (link_) link_->close();
+    link_.reset();
+    asio::co_spawn(io_, seek(), asio::detached);
+  }));
+}
+
+std::optional<membership::ResumePoint> EtcdLink::resume_point(const std::string& state) const {
+  std::optional<membership::ResumePoint> at = state.empty() ? std::nullopt : decode_state(state);
+  if (!state.empty() && !at)
+    spdlog::warn("{} does not hold ddprun's job state; ignored", keys_.state());
+  if (!at && last_round_ == 0) return std::nullopt;  // a job that never ran: no resume
+  if (!at) at.emplace();
+  // P/state is the host's record of a round; this node may have seen a later one.
+  at->round = std::max<std::uint64_t>(at->round, last_round_) + 1;
+  at->restart_count = std::max(at->restart_count, last_restart_count_);
+  if (host_was_lost_) {
+    ++at->departures;  // the old host was a node of the job
+    at->expected_nodes = last_world_ > 1 ? last_world_ - 1 : 0;
+  }
+  return at;
+}
+
+asio::awaitable<void> EtcdLink::seek() {
+  auto alive = life_.watch();
+  auto ended = [&] { return !alive || closed_ || lost_; };
+  for (;;) {
+    reseek_ = false;
+    auto state = co_await client_.range(keys_.state());
+    if (ended()) co_return;
+    if (!state) co_return lost(state.status());
+    // A daemon of this node's own, bound before the campaign so P/host can name it.
+    RdzvSettings own = settings_.rdzv;
+    own.host = addr_;
+    own.port = 0;
+    own.is_host = true;
+    own.resume = resume_point(state->kvs.empty() ? std::string() : state->kvs[0].value);
+    auto mine = NativeLink::start(io_, config_, setup_, std::move(own));
+    if (!mine) co_return lost(mine.status());
+    auto holder = co_await election_->campaign(join_host_port(addr_, (*mine)->daemon_port()));
+    if (ended()) co_return;
+    if (!holder) {
+      co_return lost(Status(holder.status().code(), "lost etcd: " + holder.status().message()));
+    }
+    if (holder->mine) {  // elected, whatever left meanwhile
+      fence_ = holder->revision;
+      link_ = std::move(*mine);
+      spdlog::info("hosting the rendezvous for job {} on {}:{} (elected through etcd {})",
+                   setup_.group.run_id, addr_, link_->daemon_port(),
+                   etcd::join_endpoints(settings_.endpoints));
+      break;
+    }
+    (*mine)->close();
+    if (reseek_) continue;  // the holder read may be the host that just left
+    auto where = parse_host_port(holder->value);
+    if (!where || !where->port) {
+      co_return lost(invalid_argument(keys_.host() + " holds '" + holder->value +
+                                      "', not a ddprun host; use another --rdzv-conf etcd_prefix"));
+    }
+    RdzvSettings theirs = settings_.rdzv;
+    theirs.host = where->host;
+    theirs.port = *where->port;
+    theirs.is_host = false;
+    auto link = NativeLink::start(io_, config_, setup_, std::move(theirs));
+    if (!link) co_return lost(link.status());
+    link_ = std::move(*link);
+    break;
+  }
+  seeking_ = false;
+  joined_ = false;
+  link_->open(*this);
+}
+
+void EtcdLink::on_payload(const membership::Payload& payload) {
+  if (closed_ || lost_) return;
+  if (std::holds_alternative<membership::Joined>(payload)) joined_ = true;
+  if (auto* r = std::get_if<membership::RoundComplete>(&payload)) {
+    last_round_ = r->round;
+    last_restart_count_ = r->restart_count;
+    last_world_ = r->group_world_size;
+    host_was_lost_ = false;
+    if (fence_ != 0) write_state();
+  }
+  if (auto* f = std::get_if<membership::JobFinished>(&payload)) {
+    finished_value_ = membership::encode_push(*f);
+  }
+  events_->on_payload(payload);
+}
+
+void EtcdLink::on_reform(const std::string& detail) { events_->on_reform(detail); }
+
+void EtcdLink::on_link_lost(const Status& why) {
+  // After the JOIN was accepted a lost connection is a lost host, unless this node is it.
+  if (joined_ && fence_ == 0 && !finished_value_)
+    return host_lost("lost the job's rendezvous host (" + why.message() + ")");
+  lost(why);
+}
+
+void EtcdLink::write_state() {
+  const membership::Job* job = link_ ? link_->hosted_job() : nullptr;
+  if (job == nullptr) return;
+  etcd::Txn txn{.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
+                .success = {etcd::op_put(keys_.state(), encode_state(*job))}};
   asio::co_spawn(
       io_,
-      [this, alive = life_.watch(), key = std::move(key),
-       value = std::move(value)]() -> asio::awaitable<void> {
-        auto r = co_await client_.put(key, value, lease_);
+      [this, alive = life_.watch(), txn = std::move(txn)]() mutable -> asio::awaitable<void> {
+        auto r = co_await client_.txn(std::move(txn));
         if (!alive || closed_) co_return;
-        if (!r) lost(Status(r.status().code(), "cannot report to etcd: " + r.status().message()));
+        if (!r)
+          co_return spdlog::warn("cannot record the job's state in etcd: {}", r.status().message());
+        if (!r->succeeded) {
+          lost(peer_gone("this agent no longer hosts job '" + setup_.group.run_id +
+                         "' (another agent was elected while its lease lapsed)"));
+        }
       },
       asio::detached);
 }
 
+void EtcdLink::send(const membership::Request& request) {
+  if (link_) link_->send(request);
+}
+
 void EtcdLink::wait_finished(std::function<void()> done) {
-  if (coordinator_) return coordinator_->when_drained(std::move(done));
-  asio::post(io_, std::move(done));
+  // P/finished first: the fan-out reads the job's end there once an agent exited.
+  asio::co_spawn(
+      io_,
+      [this, alive = life_.watch(), done = std::move(done)]() mutable -> asio::awaitable<void> {
+        if (finished_value_) {
+          auto r = co_await client_.txn(etcd::put_if_absent(keys_.finished(), *finished_value_));
+          if (!alive || closed_) co_return;
+          if (!r) spdlog::warn("cannot record the job's end in etcd: {}", r.status().message());
+        }
+        if (link_) co_return link_->wait_finished(std::move(done));
+        asio::post(io_, std::move(done));
+      },
+      asio::detached);
 }
 
 void EtcdLink::lost(Status why) {
@@ -257,10 +311,8 @@ void EtcdLink::close() {
   closed_ = true;
   life_.end();
   if (session_) session_->close();
-  if (coordinator_) coordinator_->stop();
-  if (event_watch_) event_watch_->cancel();
   election_.reset();
-  servers_.stop();
+  if (link_) link_->close();
 }
 
 }  // namespace ddp::agent

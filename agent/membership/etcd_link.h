@@ -1,26 +1,32 @@
-// The etcd link (--rdzv-backend etcd; docs/etcd.md; membership_link.h): the job's membership
-// lives in etcd (v3 API through the JSON gateway, etcd/), its state machine in whichever agent won
-// the election (etcd_coordinator.h). This node:
-//  - holds a lease (lease_ttl, kept alive every TTL/3) that carries its node key: its end is
-//    this node lost for the others. A clean exit revokes it; so does the agent's death watch
-//    when the agent dies without one (SIGKILL, crash: lease_revoker below), so only a lost
-//    machine (or a frozen agent) waits for the lease to expire;
-//  - joins by creating P/nodes/<node_key> (the encoded JOIN), reports by writing request keys,
-//    and hears the job through a watch on its own event prefix (read, then watch from the
-//    next revision);
-//  - runs for coordinator whenever P/coordinator is free, and when the coordinator goes
-//    (its lease ended) tells on_reform: the new coordinator re-forms the job.
-// Failures: etcd unreachable at start (kIo naming the endpoints, after read_timeout capped
-// by join_timeout), the lease could not be renewed for its TTL (lost etcd mid-job) or expired
-// (kPeerGone), the run id finished (kJobFinished), a refused JOIN: on_link_lost. A Leave is
-// kept for the destructor's last words.
+// The etcd link (--rdzv-backend etcd; docs/etcd.md; membership_link.h). etcd elects which agent
+// hosts the job's rendezvous daemon (ddprun's native daemon, as c10d's embedded one); every
+// agent, the host included, takes part through a NativeLink to it. So the rules, liveness
+// (heartbeats, closed connections) and pushes are c10d's; etcd adds only that the host can
+// be replaced. This node:
+//  - holds a lease (etcd::Session, lease_ttl): it carries P/host when this node hosts. A clean
+//    exit revokes it; so does the agent's death watch when the agent dies without one
+//    (lease_revoker below); a lost machine or a frozen agent lets it expire;
+//  - refuses a run id whose P/finished exists;
+//  - seeks the host: starts a daemon of its own (port 0, resumed from P/state and what this
+//    node saw of the job) and campaigns for P/host with its HOST:PORT; the winner keeps it and
+//    joins it, a loser closes it and joins the holder's;
+//  - when the host is lost (P/host vacated, or the connection to it lost after it was joined)
+//    tells on_reform (the running round stops) and seeks again: a new host resumes the job
+//    at the next round with the restart count, departures and expected survivors;
+//  - hosting: writes the job's facts to P/state at every round, fenced by its election
+//    revision (a deposed host writes nothing and is lost);
+//  - after JobFinished: writes it to P/finished before wait_finished's done (the fan-out
+//    reads it there), then the host drains its daemon.
+// Failures (on_link_lost): etcd unreachable at start (naming the endpoints), the lease lost
+// (expired, revoked, etcd unreachable for its TTL), the run id finished, the host's daemon
+// unreachable before this node joined it, a refused JOIN, a deposed host.
 //
 // Threading: the agent's io_context thread; the destructor on that thread once the loop has
-// stopped (below).
+// stopped (it revokes the lease: blocking, bounded).
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,16 +34,13 @@
 #include "agent/config.h"
 #include "agent/membership/etcd_settings.h"
 #include "agent/membership/membership_link.h"
-#include "agent/membership/node_servers.h"
+#include "agent/membership/native_link.h"
 #include "agent/run_setup.h"
 #include "common/lifetime.h"
 #include "etcd/client.h"
 #include "etcd/election.h"
 #include "etcd/session.h"
-#include "etcd/watch.h"
 #include "proc/death_watch.h"
-#include "rendezvous/etcd_hub/etcd_coordinator.h"
-#include "rendezvous/etcd_hub/etcd_keys.h"
 
 namespace ddp::agent {
 
@@ -46,56 +49,64 @@ namespace ddp::agent {
 // agent died without revoking it itself.
 proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings);
 
-class EtcdLink final : public MembershipLink {
+class EtcdLink final : public MembershipLink, private LinkEvents {
  public:
-  // Starts this node's workers' store (errors name the port and the fix). `death_watch` (may
-  // be null) is told the lease while this node holds one.
   static Result<std::unique_ptr<EtcdLink>> start(boost::asio::io_context& io,
                                                  const AgentConfig& config, const RunSetup& setup,
                                                  EtcdSettings settings,
                                                  proc::DeathWatch* death_watch);
   EtcdLink(boost::asio::io_context& io, const AgentConfig& config, const RunSetup& setup,
            EtcdSettings settings, proc::DeathWatch* death_watch);
-  // The last words, once the agent's io_context has stopped (the agent destroys its backend
-  // after its loop returned; close() must have run): a Leave when one was sent, then the
-  // lease revoked, so the others hear this node went now, not at the lease's expiry. Blocking,
-  // each call bounded (2 s; 300 ms after etcd was lost).
+  // Once the agent's io_context has stopped: the lease revoked (2 s; 300 ms after etcd was
+  // lost), so a host's P/host goes now, not at the lease's expiry.
   ~EtcdLink() override;
 
   void open(LinkEvents& events) override;
   void send(const rendezvous::membership::Request& request) override;
-  rendezvous::Server* worker_store() override { return servers_.worker_store(); }
+  rendezvous::Server* worker_store() override { return link_ ? link_->worker_store() : nullptr; }
   void wait_finished(std::function<void()> done) override;
-  // Ends the watches, timers, the coordinator and the workers' store; never waits on etcd
-  // (the lease outlives it until the destructor).
+  // Ends the session's keep-alives, the watch and the link to the host; never waits on etcd.
   void close() override;
 
  private:
-  boost::asio::awaitable<void> run_join();
-  boost::asio::awaitable<void> campaign();
-  void on_vacated(std::int64_t revision);
-  void on_events(const std::vector<etcd::WatchEvent>& events);
+  // From the NativeLink to the host.
+  void on_payload(const rendezvous::membership::Payload& payload) override;
+  void on_reform(const std::string& detail) override;
+  void on_link_lost(const Status& why) override;
+
+  boost::asio::awaitable<void> run_open();
+  // Drops the link to the host (posted: never from inside its own callback) and seeks again
+  // (one seek at a time; a loss during one makes it read the holder again unless it won).
+  void host_lost(const std::string& detail);
+  boost::asio::awaitable<void> seek();
+  // What a daemon of this node resumes from, if it wins: P/state and what this node saw.
+  std::optional<rendezvous::membership::ResumePoint> resume_point(const std::string& state) const;
+  void write_state();
   void lost(Status why);
 
   boost::asio::io_context& io_;
+  const AgentConfig& config_;
   const RunSetup& setup_;
   EtcdSettings settings_;
-  rendezvous::EtcdKeys keys_;
-  rendezvous::membership::JoinRequest join_;
-  NodeServers servers_;
+  EtcdKeys keys_;
+  std::string addr_;               // advertised: what P/host names when this node hosts
   etcd::Client client_;            // calls that may wait up to read_timeout
   proc::DeathWatch* death_watch_;  // may be null
   LinkEvents* events_ = nullptr;
   std::unique_ptr<etcd::Session> session_;  // this node's lease, kept alive
   std::int64_t lease_ = 0;                  // session_'s, kept after it closed
-  std::unique_ptr<rendezvous::EtcdCoordinator> coordinator_;
-  std::shared_ptr<etcd::Watch> event_watch_;
-  std::optional<etcd::Election> election_;  // for P/coordinator, under lease_
-  std::uint64_t request_seq_ = 0;
-  std::optional<std::string> leave_reason_;
-  std::int64_t coordinator_gone_revision_ = 0;  // the last coordinator key deletion seen
-  bool campaigning_ = false;
-  bool finished_ = false;  // JobFinished passed on: no more campaigns or pushes
+  std::optional<etcd::Election> election_;  // for P/host, under lease_
+  std::unique_ptr<NativeLink> link_;        // to the current host (this node's own daemon or not)
+  bool seeking_ = false;
+  bool reseek_ = false;         // the host was lost while seeking
+  std::int64_t fence_ = 0;      // P/host's create_revision while this node hosts
+  bool joined_ = false;         // the current link's JOIN was accepted
+  bool host_was_lost_ = false;  // the next host resumes a job that lost its host
+  // What this node saw of the job: the next host's resume point when P/state lags.
+  std::uint64_t last_round_ = 0;
+  std::uint32_t last_restart_count_ = 0;
+  std::uint32_t last_world_ = 0;               // the last round's group world size
+  std::optional<std::string> finished_value_;  // the JobFinished, encoded, for P/finished
   bool lost_ = false;
   bool closed_ = false;
   Lifetime life_;  // for coroutines in flight

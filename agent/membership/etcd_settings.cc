@@ -50,12 +50,8 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
       tls_files = true;
     } else if (key == "is_host") {
       return invalid_argument(
-          "--rdzv-conf is_host does not apply to --rdzv-backend etcd (no node hosts the "
-          "rendezvous: it lives in etcd); drop is_host");
-    } else if (key == "secret_file") {
-      return invalid_argument(
-          "--rdzv-conf secret_file is for the native rendezvous (c10d, static); the etcd "
-          "backend relies on etcd's own authentication (protocol=https, cert, key)");
+          "--rdzv-conf is_host does not apply to --rdzv-backend etcd (the agents elect the "
+          "host through etcd); drop is_host");
     } else {
       shared.rdzv_conf[key] = value;
     }
@@ -80,7 +76,14 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
     return Status(rdzv.status().code(), m);
   }
   s.rdzv = std::move(rdzv).value();
-  s.rdzv.is_host = false;  // the workers' store only; nothing hosts the rendezvous
+  // The elected host's daemon removes a silent node after lease_ttl, as etcd does a host,
+  // unless the heartbeat keys were given.
+  if (!shared.rdzv_conf.count("keep_alive_interval") &&
+      !shared.rdzv_conf.count("keep_alive_max_attempt")) {
+    s.rdzv.config.keep_alive_interval =
+        std::chrono::duration_cast<std::chrono::milliseconds>(s.lease_ttl) / 3;
+    s.rdzv.config.keep_alive_max_attempt = 3;
+  }
   return s;
 }
 

@@ -28,6 +28,18 @@ struct EtcdSettings {
   RdzvSettings rdzv;              // Config and read_timeout (connect_timeout)
 };
 
+// The etcd keys of one job (docs/etcd.md), under P = <etcd_prefix>/<run_id>/.
+struct EtcdKeys {
+  EtcdKeys(const EtcdSettings& s, const std::string& run_id) : job(s.prefix + "/" + run_id + "/") {}
+  std::string job;
+  // "HOST:PORT" of the agent hosting the job's rendezvous daemon (under its lease): the election.
+  std::string host() const { return job + "host"; }
+  // The job's facts for a new host (round, restart count, departures), written by the host.
+  std::string state() const { return job + "state"; }
+  // The JobFinished every node was told: a later agent of this run id is refused.
+  std::string finished() const { return job + "finished"; }
+};
+
 // True for --rdzv-backend etcd, etcd-v2 and etcd-v3 (one backend speaking etcd's v3 API).
 bool is_etcd_backend(const std::string& backend);
 

@@ -52,7 +52,7 @@ void NativeLink::connect() {
             .on_disconnect = life_.guard([this](const Status& s) {
               lost(Status(s.code(), "lost the rendezvous daemon: " + s.message()));
             })});
-  client->connect(servers_.daemon_host(), rdzv_.port, timeout,
+  client->connect(servers_.daemon_host(), servers_.daemon_port(), timeout,
                   [this, client, alive = life_.watch()](Status s) {
                     if (!alive) return client->close();
                     if (!s) return connect_failed(std::move(s));

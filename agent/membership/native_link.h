@@ -44,6 +44,10 @@ class NativeLink final : public MembershipLink {
   rendezvous::Server* worker_store() override { return servers_.worker_store(); }
   void wait_finished(std::function<void()> done) override;
   void close() override;
+  // The job as this node's hosted daemon has it (etcd: the host records its facts); null
+  // when it hosts none.
+  const rendezvous::membership::Job* hosted_job() const { return servers_.hosted_job(); }
+  std::uint16_t daemon_port() const { return servers_.daemon_port(); }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -35,6 +35,7 @@ rendezvous::ServerOptions NodeServers::daemon_base() const {
   if (rdzv_.secret) {
     options.auth.pinned.push_back({run_id_, rendezvous::auth::job_key(*rdzv_.secret, run_id_)});
   }
+  if (rdzv_.resume) options.registry.resume[run_id_] = *rdzv_.resume;
   return options;
 }
 
@@ -52,7 +53,11 @@ Status NodeServers::start_daemon() {
     return Status::ok();
   }
   daemon_ = std::move(server).value();
-  spdlog::info("hosting the rendezvous for job {} on {}:{}", run_id_, rdzv_.host, daemon_->port());
+  // Port 0: an etcd candidate's daemon; the etcd link names the one elected.
+  if (rdzv_.port != 0) {
+    spdlog::info("hosting the rendezvous for job {} on {}:{}", run_id_, rdzv_.host,
+                 daemon_->port());
+  }
   return Status::ok();
 }
 

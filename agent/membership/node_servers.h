@@ -7,6 +7,8 @@
 //    workers' store too (held to the end of the job, as torchrun's static rendezvous gives it
 //    to the workers); when that address is not this machine's (a NAT or service address), on
 //    that port of every interface, saying so; a taken port is named with the fix;
+//  - with etcd, the daemon of the agent that won the election (bound on port 0; resumed at
+//    rdzv.resume);
 //  - the workers' store (c10d): every node holds a store port for the whole job, and the
 //    round's group-rank-0 node's store is the one every worker uses.
 // The workers' store a group-rank-0 node serves (its own, or with static the daemon) is
@@ -39,6 +41,11 @@ class NodeServers {
   bool hosts_daemon() const { return daemon_ != nullptr; }
   // Where this node's own rendezvous client reaches the daemon.
   std::string daemon_host() const;
+  std::uint16_t daemon_port() const { return daemon_ ? daemon_->port() : rdzv_.port; }
+  // The job as the hosted daemon has it; null when this node hosts none (or before a JOIN).
+  const rendezvous::membership::Job* hosted_job() const {
+    return daemon_ ? daemon_->registry().find(run_id_) : nullptr;
+  }
   // The port this node advertises for its workers' store (static: the daemon's, or 0).
   std::uint16_t store_port() const { return store_port_; }
   // The workers' store this node serves as a round's group rank 0 (static: the daemon on

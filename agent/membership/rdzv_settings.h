@@ -14,6 +14,7 @@
 #include "agent/config.h"
 #include "common/status.h"
 #include "rendezvous/membership/config.h"
+#include "rendezvous/membership/job.h"
 
 namespace ddp::agent {
 
@@ -31,6 +32,8 @@ struct RdzvSettings {
   // load_job_secret() (agent/job_secret.h), which does the I/O.
   std::optional<std::string> secret_file;
   std::optional<std::string> secret;
+  // etcd: the job's facts a newly elected host's daemon resumes from (Job::resume).
+  std::optional<rendezvous::membership::ResumePoint> resume;
 };
 
 // Errors (kInvalidArgument, naming the option and the fix): c10d without --rdzv-endpoint, a

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "etcd/client.h"
-#include "rendezvous/etcd_hub/etcd_keys.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::launcher::fanout {
@@ -13,7 +12,7 @@ namespace membership = rendezvous::membership;
 std::optional<membership::JobFinished> read_etcd_outcome(const agent::EtcdSettings& settings,
                                                          const std::string& run_id,
                                                          std::chrono::milliseconds timeout) {
-  const std::string key = rendezvous::EtcdKeys(settings.prefix, run_id).finished();
+  const std::string key = agent::EtcdKeys(settings, run_id).finished();
   etcd::ClientOptions options{.endpoints = settings.endpoints,
                               .request_timeout = timeout,
                               .attempt_timeout = timeout,

@@ -149,40 +149,18 @@ void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
   trim_heartbeats();
 }
 
-void Job::resume(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures) {
-  round_ = round;
-  restart_count_ = restart_count;
-  departures_ = departures;
-}
-
-void Job::resume_running(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures,
-                         std::vector<std::pair<NodeId, NodeInfo>> participants, TimePoint now) {
-  advance(now);
-  resume(round, restart_count, departures);
-  roster_.clear();
-  for (auto& [id, info] : participants) {
-    ++visits_;
-    Member& m = members_[id];
-    m.info = std::move(info);
-    m.role = Role::kParticipant;
-    m.group_rank = static_cast<std::uint32_t>(roster_.size());
-    m.join_seq = next_join_seq_++;
-    touch(id, m);
-    roster_.push_back(id);
-  }
-  participant_count_ = roster_.size();
-  state_ = State::kRunning;
-}
-
-void Job::complete_if_ready(TimePoint now, Events& out) {
-  advance(now);
-  if (state_ == State::kPending && pending_count_ >= config_.min_nodes && pending_count_ > 0) {
-    complete_round(out);
-  }
+void Job::resume(const ResumePoint& at) {
+  round_ = at.round;
+  restart_count_ = at.restart_count;
+  departures_ = at.departures;
+  expected_nodes_ = at.expected_nodes;
 }
 
 void Job::after_pending_change(Events& out) {
-  if (pending_count_ >= config_.max_nodes) {
+  const bool survivors_back =
+      expected_nodes_ != 0 &&
+      pending_count_ >= std::max<std::size_t>(expected_nodes_, config_.min_nodes);
+  if (pending_count_ >= config_.max_nodes || survivors_back) {
     complete_round(out);
   } else if (pending_count_ >= config_.min_nodes) {
     if (!last_call_) last_call_ = now_ + config_.last_call_timeout;
@@ -192,6 +170,7 @@ void Job::after_pending_change(Events& out) {
 }
 
 void Job::complete_round(Events& out) {
+  expected_nodes_ = 0;
   std::vector<RankCandidate> candidates;
   candidates.reserve(pending_count_);
   for (auto& [id, m] : members_) {

@@ -42,6 +42,17 @@
 
 namespace ddp::rendezvous::membership {
 
+// A job's durable facts, for a daemon taking over a job whose daemon was lost (the etcd
+// backend's new host): Job::resume.
+struct ResumePoint {
+  std::uint64_t round = 1;  // the next round's number
+  std::uint32_t restart_count = 0;
+  std::uint32_t departures = 0;
+  // The nodes expected back (the last round's survivors): the first round forms as soon as
+  // that many (and MIN) joined, without the last call. 0: the usual rule.
+  std::uint32_t expected_nodes = 0;
+};
+
 class Job {
  public:
   using State = JobState;
@@ -71,19 +82,8 @@ class Job {
   // Requests from unknown ids and reports for another round are ignored (stale reports race
   // with pushes by design).
 
-  // Taking over a job whose state machine ran elsewhere (the etcd backend's coordinator died):
-  // the job's durable facts. Precondition: no node joined yet. The next round is `round`.
-  void resume(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures);
-  // Taking over round `round` while it runs (its coordinator died before the round ended):
-  // `participants` are its nodes in group-rank order, present or not (a gone one is then
-  // given to remove_node). They are running and hold their RoundComplete: nothing is sent.
-  // The reports of that round replayed after this count as they would have (the first
-  // failure moves the restart count once). Precondition: no node joined yet; at least one.
-  void resume_running(std::uint64_t round, std::uint32_t restart_count, std::uint32_t departures,
-                      std::vector<std::pair<NodeId, NodeInfo>> participants, TimePoint now);
-  // While a round forms with at least MIN nodes: complete it now rather than at MAX or the
-  // last call (a taken-over job whose nodes are all known). Nothing otherwise.
-  void complete_if_ready(TimePoint now, Events& out);
+  // Taking over a job whose daemon was lost. Precondition: no node joined yet.
+  void resume(const ResumePoint& at);
 
   // The earliest instant at which on_deadline() has work; nullopt when none.
   std::optional<TimePoint> next_deadline() const;
@@ -186,6 +186,7 @@ class Job {
   std::vector<Failure> failures_;  // this round's, across nodes
 
   std::uint32_t departures_ = 0;
+  std::uint32_t expected_nodes_ = 0;  // ResumePoint::expected_nodes, until a round forms
   std::unordered_map<NodeId, std::string> removed_;  // removed ids with open connections
 
   std::int32_t exit_code_ = 0;

@@ -34,17 +34,9 @@ Status validate_join(const JoinRequest& r) {
 
 Event error_to(NodeId conn, Status s) { return {conn, ErrorEvent{s.code(), s.message()}}; }
 
-Config liveness_of(Config c, const RegistryOptions& options) {
-  if (options.external_liveness) {
-    c.keep_alive_interval = kMaxTimeout;
-    c.keep_alive_max_attempt = 1;
-  }
-  return c;
-}
-
 }  // namespace
 
-Registry::Registry(RegistryOptions options) : options_(options) {}
+Registry::Registry(RegistryOptions options) : options_(std::move(options)) {}
 
 const Job* Registry::find(std::string_view run_id) const {
   auto it = jobs_.find(std::string(run_id));
@@ -94,13 +86,12 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
     return {error_to(conn, invalid_argument("this connection already joined job '" +
                                             bound->run_id() + "'; open one connection per agent"))};
   }
-  request.config = liveness_of(request.config, options_);
   auto [it, created] = jobs_.try_emplace(request.run_id);
   if (created) {
     it->second.job =
         std::make_unique<Job>(request.run_id, request.config, request.node_rank.has_value(), now);
-    if (auto r = resume_at_.find(request.run_id); r != resume_at_.end()) {
-      it->second.job->resume(r->second.round, r->second.restart_count, r->second.departures);
+    if (auto r = options_.resume.find(request.run_id); r != options_.resume.end()) {
+      it->second.job->resume(r->second);
     }
     ++totals_.jobs_created;
   } else if (it->second.job->state() != Job::State::kFinished) {
@@ -173,28 +164,6 @@ Events Registry::connection_closed(NodeId conn, TimePoint now, const std::string
   job->forget(conn);
   job->remove_node(conn, GoneReason::kConnectionClosed, why, now, out);
   update(job->run_id());
-  return out;
-}
-
-void Registry::resume(const std::string& run_id, ResumePoint at) { resume_at_[run_id] = at; }
-
-void Registry::resume_running(const std::string& run_id, Config config, ResumePoint at,
-                              std::vector<std::pair<NodeId, NodeInfo>> participants,
-                              TimePoint now) {
-  Entry& e = jobs_[run_id];
-  e.job = std::make_unique<Job>(run_id, liveness_of(std::move(config), options_), false, now);
-  ++totals_.jobs_created;
-  for (const auto& p : participants) bind(p.first, run_id);
-  e.job->resume_running(at.round, at.restart_count, at.departures, std::move(participants), now);
-  update(run_id);
-}
-
-Events Registry::complete_if_ready(const std::string& run_id, TimePoint now) {
-  Events out;
-  auto it = jobs_.find(run_id);
-  if (it == jobs_.end()) return out;
-  it->second.job->complete_if_ready(now, out);
-  update(run_id);
   return out;
 }
 

@@ -24,17 +24,8 @@ namespace ddp::rendezvous::membership {
 
 struct RegistryOptions {
   std::chrono::milliseconds finished_retention = std::chrono::minutes(30);
-  // Liveness of nodes is known outside the registry (the etcd coordinator: a node's lease;
-  // its end is a connection_closed): every job's heartbeat budget is set beyond reach, and
-  // JOINs are compared without it.
-  bool external_liveness = false;
-};
-
-// A job's durable facts, for a registry taking over a job that ran elsewhere (Job::resume).
-struct ResumePoint {
-  std::uint64_t round = 1;
-  std::uint32_t restart_count = 0;
-  std::uint32_t departures = 0;
+  // Jobs taken over, by run id: a job created by its first JOIN resumes there.
+  std::unordered_map<std::string, ResumePoint> resume;
 };
 
 class Registry {
@@ -47,17 +38,6 @@ class Registry {
   // The session saw the connection close (EOF, error, or its own shutdown of it); `why`
   // adds detail to what the other nodes hear.
   Events connection_closed(NodeId conn, TimePoint now, const std::string& why = "");
-
-  // Taking over a job that ran elsewhere. resume(): once `run_id` is created by a JOIN, its
-  // next round is `at.round` (Job::resume). resume_running(): `run_id` is created now, running
-  // round `at.round` with `participants` in group-rank order (Job::resume_running); each
-  // counts as a joined connection, so a later handle() or connection_closed() reaches it.
-  // Precondition of both: `run_id` is not known yet.
-  void resume(const std::string& run_id, ResumePoint at);
-  void resume_running(const std::string& run_id, Config config, ResumePoint at,
-                      std::vector<std::pair<NodeId, NodeInfo>> participants, TimePoint now);
-  // Job::complete_if_ready for `run_id` (a taken-over job whose nodes are all known).
-  Events complete_if_ready(const std::string& run_id, TimePoint now);
 
   std::optional<TimePoint> next_deadline() const;
   Events on_deadline(TimePoint now);
@@ -96,7 +76,6 @@ class Registry {
   std::unordered_map<NodeId, std::string> conn_job_;
   std::unordered_map<std::string, std::size_t> bound_;  // run id -> connections in conn_job_
   std::set<std::pair<TimePoint, std::string>> deadlines_;
-  std::unordered_map<std::string, ResumePoint> resume_at_;  // run id -> facts for its creation
   RegistryTotals totals_;
 };
 

@@ -32,8 +32,8 @@ TEST_CASE("the loser of an election hears the winner's lease end and wins next",
   };
   auto a_session = open();
   auto b_session = open();
-  Election a(client, "/e/leader", "a", a_session->lease());
-  Election b(client, "/e/leader", "b", b_session->lease());
+  Election a(client, "/e/leader", a_session->lease());
+  Election b(client, "/e/leader", b_session->lease());
   auto before = await(io, client.range("/e/leader"));
   REQUIRE(before);
   std::vector<std::int64_t> b_vacated;
@@ -41,18 +41,20 @@ TEST_CASE("the loser of an election hears the winner's lease end and wins next",
       before->revision + 1, 5s, [&](std::int64_t rev) { b_vacated.push_back(rev); },
       [&](Status why) { lost.push_back(why); });
 
-  auto a_won = await(io, a.campaign());
+  auto a_won = await(io, a.campaign("a"));
   REQUIRE(a_won);
-  REQUIRE(a_won->has_value());
+  REQUIRE(a_won->mine);
   auto held = await(io, client.range("/e/leader"));
   REQUIRE(held);
   REQUIRE(held->kvs.size() == 1);
   CHECK(held->kvs[0].value == "a");
-  CHECK(**a_won == held->kvs[0].create_revision);  // the fence is the key's creation
+  CHECK(a_won->revision == held->kvs[0].create_revision);  // the fence is the key's creation
 
-  auto b_first = await(io, b.campaign());
+  auto b_first = await(io, b.campaign("b"));
   REQUIRE(b_first);
-  CHECK_FALSE(b_first->has_value());  // a holds it
+  CHECK_FALSE(b_first->mine);  // a holds it, and b is told who
+  CHECK(b_first->value == "a");
+  CHECK(b_first->revision == a_won->revision);
   CHECK_FALSE(run_until(
       io, [&] { return !b_vacated.empty(); }, 500ms));  // not vacated yet
 
@@ -60,11 +62,11 @@ TEST_CASE("the loser of an election hears the winner's lease end and wins next",
   REQUIRE(run_until(
       io, [&] { return !b_vacated.empty(); }, 10s));
   CHECK(b_vacated.size() == 1);
-  CHECK(b_vacated[0] > **a_won);
-  auto b_won = await(io, b.campaign());
+  CHECK(b_vacated[0] > a_won->revision);
+  auto b_won = await(io, b.campaign("b"));
   REQUIRE(b_won);
-  REQUIRE(b_won->has_value());
-  CHECK(**b_won > b_vacated[0]);
+  REQUIRE(b_won->mine);
+  CHECK(b_won->revision > b_vacated[0]);
   CHECK(lost.empty());
   CHECK(await(io, b_session->revoke()));
 }

@@ -3,7 +3,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "rendezvous/etcd_hub/etcd_keys.h"
 
 namespace ddp::agent {
 namespace {
@@ -39,7 +38,8 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   CHECK(s->rdzv.config.last_call_timeout == 500ms);
   CHECK(s->rdzv.connect_timeout == 4s);
   CHECK(s->rdzv.config.max_nodes == 3);
-  CHECK(s->rdzv.is_host == false);
+  // The elected host's daemon drops a silent node after lease_ttl (3 s here).
+  CHECK(s->rdzv.config.heartbeat_budget() == 3s);
   auto d = etcd_settings(etcd_job("e1"));
   REQUIRE(d);
   CHECK(d->prefix == "/ddprun");
@@ -47,6 +47,9 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   auto shortest = etcd_settings(etcd_job("e1", {{"lease_ttl", "1"}}));
   REQUIRE(shortest);
   CHECK(shortest->lease_ttl == 1s);
+  auto beats = etcd_settings(etcd_job("e1", {{"keep_alive_interval", "2"}}));
+  REQUIRE(beats);
+  CHECK(beats->rdzv.config.heartbeat_budget() == 6s);  // given: kept
   CHECK_FALSE(d->tls);
   auto t = etcd_settings(etcd_job(
       "e1", {{"protocol", "https"}, {"cacert", "/ca.pem"}, {"cert", "/c.pem"}, {"key", "/c.key"}}));
@@ -86,16 +89,12 @@ TEST_CASE("etcd settings: bad input names the key and the fix", "[etcd_settings]
 }
 
 TEST_CASE("etcd keys of a job", "[etcd_settings]") {
-  rendezvous::EtcdKeys k("/ddprun", "job1");
-  CHECK(k.coordinator() == "/ddprun/job1/coordinator");
-  CHECK(k.node("h:1") == "/ddprun/job1/nodes/h:1");
-  CHECK(k.request("h:1", 3) == "/ddprun/job1/req/h:1/00000000000000000003");
-  CHECK(k.events("h:1") == "/ddprun/job1/ev/h:1/");
-  CHECK(k.node_of("/ddprun/job1/nodes/h:1") == "h:1");
-  CHECK_FALSE(k.node_of("/ddprun/job1/nodes/"));
-  CHECK_FALSE(k.node_of("/ddprun/job2/nodes/h:1"));
-  CHECK(k.requester_of(k.request("[::1]:7", 9)) == "[::1]:7");
-  CHECK_FALSE(k.requester_of("/ddprun/job1/req/x"));
+  EtcdSettings s;
+  s.prefix = "/jobs";
+  EtcdKeys k(s, "job1");
+  CHECK(k.host() == "/jobs/job1/host");
+  CHECK(k.state() == "/jobs/job1/state");
+  CHECK(k.finished() == "/jobs/job1/finished");
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ from procs import wait_for  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "..", "multinode", "worker.sh")
-TAKEOVER_WORKER = os.path.join(HERE, "takeover_worker.sh")
+HOST_CHANGE_WORKER = os.path.join(HERE, "host_change_worker.sh")
 TORCH_WORKER = os.path.join(HERE, "..", "multinode", "torch_allreduce.py")
 FAST_CONF = "last_call_timeout=0.2,join_timeout=20,lease_ttl=2"
 
@@ -58,13 +58,13 @@ class EtcdCase(AgentsCase):
 
 class ElasticPairCase(EtcdCase):
     """Two agents of an elastic 1:2 job (self.CONF, set by the test class or test), "a"
-    coordinating; one is then killed or stopped and the other goes on at MIN."""
+    hosting the rendezvous; one is then killed or stopped and the other goes on at MIN."""
 
     def start_pair(self, run_id=None):
         env = {"SMALL": "2"}
         a = self.start("a", self.A, 2, "wait_big", nnodes="1:2", env_extra=env, conf=self.CONF,
                        run_id=run_id)
-        wait_for(lambda: "coordinating job" in a.stderr(), 10, "a coordinating")
+        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "a hosting")
         b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", env_extra=env, conf=self.CONF,
                        run_id=run_id)
         wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
@@ -75,14 +75,19 @@ class ElasticPairCase(EtcdCase):
         return max(os.stat(os.path.join(self.marks, n)).st_mtime for n in self.started()) - t0
 
     def check_survivor(self, agent):
-        self.assertEqual(agent.wait(), 0, agent.stderr())
+        try:
+            code = agent.wait()
+        except Exception:
+            print(agent.stderr(), file=sys.stderr)
+            raise
+        self.assertEqual(code, 0, agent.stderr())
         last = [r for r in self.env_lines(agent.stdout()) if r["WORLD_SIZE"] == "2"]
         self.assertEqual(sorted(int(r["RANK"]) for r in last), [0, 1], agent.stdout())
         self.assertEqual({r["RC"] for r in last}, {"0"})  # a departure uses no restart
         self.assertEqual({r["GROUP_WORLD_SIZE"] for r in last}, {"1"})
 
     def kill_one_of_a_pair(self, victim, run_id):
-        """SIGKILLs agent `victim` of a new pair ("a" coordinates: it started first; "b" is a
+        """SIGKILLs agent `victim` of a new pair ("a" hosts: it started first; "b" is a
         plain node); returns the survivor, after it finished at MIN, and the seconds from the
         kill to its workers running again."""
         for n in os.listdir(self.marks):

@@ -25,7 +25,7 @@ class EtcdLossTest(etcd_case.ElasticPairCase):
 
     def test_a_sigkilled_agent_is_revoked_by_its_death_watch(self):
         self.CONF = self.LONG
-        for victim in ("b", "a"):  # b: a plain node; a: the coordinator (it started first)
+        for victim in ("b", "a"):  # b: a plain node; a: the host (it started first)
             with self.subTest(victim=victim):
                 survivor, took = self.kill_one_of_a_pair(victim, "loss-" + victim)
                 print("lease_ttl=10, SIGKILL of %s -> survivor's workers running again: %.2f s"
@@ -34,9 +34,8 @@ class EtcdLossTest(etcd_case.ElasticPairCase):
                 job = "/ddprun/loss-%s/" % victim
                 state = json.loads(self.etcd.history(job + "state")[-1][1])
                 self.assertEqual((state["departures"], state["restart_count"]), (1, 0))
-                if victim == "a":  # b took over the running round from etcd's record
-                    self.assertIn("taking over its running round 1: 1 of its 2 node(s) gone",
-                                  survivor.stderr())
+                if victim == "a":  # b was elected and hosts the job now
+                    self.assertIn("hosting the rendezvous", survivor.stderr())
                 self.agents.clear()
 
     def test_a_frozen_agent_is_left_to_its_lease(self):

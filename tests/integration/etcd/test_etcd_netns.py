@@ -47,11 +47,12 @@ class EtcdNetnsTest(EtcdCase):
         self.assertEqual({s for _, s in sums}, {"6.0"})
 
     def test_partitioned_node_is_dropped_and_stops_its_workers(self):
-        # No socket closes and no process dies here: b's lease (2 s) decides.
+        # No socket closes and no process dies here: a's daemon drops b after lease_ttl (2 s)
+        # of silence.
         env = {"SMALL": "2"}
         conf = "last_call_timeout=30,join_timeout=20,lease_ttl=2"
         a = self.start("a", self.A, 2, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
-        wait_for(lambda: "coordinating job" in a.stderr(), 10, "a coordinating")
+        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "a hosting")
         b = self.start("b", self.B, 2, "wait_big", nnodes="1:2", env_extra=env, conf=conf)
         wait_for(lambda: len(self.started()) == 4, 20, "4 workers of round 1")
         cut = time.monotonic()

@@ -182,7 +182,7 @@ class PbsEtcdTest(PbsTest):
         self.assertIn("rendezvous through etcd " + self.store.endpoints(), err)
         self.assertNotIn("rendezvous on", err)  # no daemon on the launching host
         for host in (self.host, "127.0.0.3"):
-            self.assertRegex(err, r"\[%s\] .*joined job 78.pbs-server through etcd"
+            self.assertRegex(err, r"\[%s\] .*joined job 78.pbs-server for round"
                              % re.escape(host))
         self.assertEqual(err.count("Root Cause (first observed failure)"), 1, err)
         self.assertIn("/ddprun/78.pbs-server/finished", self.store.keys("/ddprun/78.pbs-server/"))

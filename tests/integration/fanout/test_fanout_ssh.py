@@ -166,7 +166,8 @@ class SshTest(SshHostsCase):
         self.assertIn("rendezvous through etcd %s" % store.endpoints(), err)
         self.assertNotIn("rendezvous on", err)
         for addr in self.addrs:
-            self.assertRegex(err, r"\[%s\] .*joined job ssh-etcd through etcd" % re.escape(addr))
+            self.assertRegex(err, r"\[%s\] .*joined job ssh-etcd for round" % re.escape(addr))
+        self.assertEqual(len(re.findall(r"hosting the rendezvous .*elected through etcd", err)), 1, err)
         self.assertEqual(err.count("Root Cause (first observed failure)"), 1, err)
         self.assertRegex(err[err.index("Root Cause"):], r"exitcode\s+: 6")
         ranks = re.findall(r"^\[\S+\] \[default\d\]:rank (\d) of 4$", launcher.stdout(), re.M)

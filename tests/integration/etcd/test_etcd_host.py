@@ -1,0 +1,72 @@
+"""The host of an etcd job's rendezvous is replaced (docs/etcd.md): the hosting agent is frozen
+past its lease; the others elect a new host, whose daemon resumes the job at the next round
+with the restart count it had, and the job goes on to its end. Woken, the old host finds its
+lease gone and exits 1. Real etcd and real ddprun agents on loopback addresses; skipped
+(exit 77) where etcd is not installed. Usage:
+    test_etcd_host.py DDPRUN [TestClass]
+"""
+import json
+import os
+import re
+import signal
+import sys
+
+import etcd_case
+from etcd_case import HOST_CHANGE_WORKER, EtcdCase
+from procs import wait_for  # noqa: E402  (etcd_case put testlib on the path)
+
+
+class EtcdHostChangeTest(EtcdCase):
+    CONF = "last_call_timeout=30,join_timeout=20,lease_ttl=2"
+
+    def trigger(self, restart):
+        open(os.path.join(self.marks, "trigger.%d" % restart), "w").close()
+
+    def rounds_seen(self, agent):
+        """(GROUP_WORLD_SIZE, RC) of every worker start in the agent's output, in order."""
+        return [(r["GROUP_WORLD_SIZE"], r["RC"]) for r in self.env_lines(agent.stdout())]
+
+    def host_change(self, wake):
+        args = dict(nnodes="2:3", conf=self.CONF, extra=["--max-restarts", "2"],
+                    program=["--no-python", HOST_CHANGE_WORKER])
+        c = self.start("c", self.C, 1, "", **args)
+        wait_for(lambda: "hosting the rendezvous" in c.stderr(), 10, "c hosting")
+        a = self.start("a", self.A, 1, "", **args)
+        b = self.start("b", self.B, 1, "", env_extra={"FAIL_HERE": "1"}, **args)
+        wait_for(lambda: ("3", "0") in self.rounds_seen(a), 20, "round 1 on 3 nodes")
+        self.trigger(0)  # b's worker fails: restart 1, still on c
+        wait_for(lambda: ("3", "1") in self.rounds_seen(a), 20, "restart 1 on 3 nodes")
+        c.proc.send_signal(signal.SIGSTOP)  # the host freezes: only its lease can tell
+        wait_for(lambda: ("2", "1") in self.rounds_seen(a), 20,
+                 "a and b re-formed on a new host, restart count kept")
+        self.assertIn("hosting the rendezvous", a.stderr() + b.stderr())
+        c.proc.send_signal(signal.SIGCONT if wake else signal.SIGKILL)
+        self.trigger(1)  # b fails again on the new host: restart 2 ...
+        self.trigger(2)  # ... and again: no restarts left
+        self.assertEqual(a.wait(), 3, a.stderr())
+        self.assertEqual(b.wait(), 3, b.stderr())
+        self.assertEqual(self.rounds_seen(a), [("3", "0"), ("3", "1"), ("2", "1"), ("2", "2")])
+        self.assertEqual(self.root_cause(a.stderr()), self.root_cause(b.stderr()))
+        job = "/ddprun/job-%s/" % self.id().split(".")[-1]
+        claims = self.etcd.history(job + "host")
+        self.assertEqual(len(claims), 2, claims)
+        facts = [json.loads(v) for _, v in self.etcd.history(job + "state")]
+        self.assertEqual(facts[-1]["restart_count"], 2)
+        self.assertEqual(facts[-1]["departures"], 1)  # the old host
+        return c
+
+    def test_a_frozen_host_is_replaced_and_the_restart_count_goes_on(self):
+        self.host_change(wake=False)
+
+    def test_a_deposed_host_wakes_and_exits(self):
+        c = self.host_change(wake=True)
+        self.assertEqual(c.wait(), 1, c.stderr())
+        why = re.search(r".*(lease expired|lost etcd|no longer hosts|missed its heartbeats).*", c.stderr())
+        self.assertIsNotNone(why, c.stderr())
+        print("the deposed host: " + why.group(0), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    etcd_case.DDPRUN = sys.argv[1]
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + sys.argv[2:])
