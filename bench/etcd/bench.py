@@ -11,7 +11,7 @@ cut case has its own, with the same flags, in a network namespace).
               (cutoff_net.py); one node cut off the network (its kernel sends nothing any
               more, as a machine that lost power or its network: no close, no ack, no reset)
               -> the survivor's worker in a world of 1. Twice: the node cut is not the lead,
-              then it is (ddprun: the coordinating agent's node, started and joined first;
+              then it is (ddprun: the agent hosting the rendezvous, started and joined first;
               torchrun: group rank 0's node, whose worker serves the workers' store). The two
               launchers alternate each repeat; skipped (a note) without network namespaces.
 
@@ -111,7 +111,7 @@ def recovery(launcher, args, cluster, rep, tmp, sig=signal.SIGKILL):
 def cut_off(launcher, args, net, rep, tmp, role):
     """The recovery with one node cut off the network (net.cut) once both workers train.
     role "plain": the node cut is not the lead; "lead": it is. The lead is ddprun's
-    coordinating agent's node, and for torchrun (no coordinator) group rank 0's node, whose
+    hosting agent's node, and for torchrun (no host) group rank 0's node, whose
     worker 0 serves the workers' store. Each node marks into its own directory."""
     root = tempfile.mkdtemp(dir=tmp)
     marks = [os.path.join(root, "node%d" % i) for i in range(2)]
@@ -124,7 +124,7 @@ def cut_off(launcher, args, net, rep, tmp, role):
             procs.append(spawn(net.prefix(i) + agent_cmd(
                 launcher, args.ddprun, net.endpoint, run_id, "1:2", net.addr(i), args.lease_ttl),
                 marks[i], logs[i], {"GLOO_SOCKET_IFNAME": net.ifname}))
-            # ddprun's node 0 joins alone first: it coordinates and is group rank 0 (the JOIN
+            # ddprun's node 0 joins alone first: it hosts and is group rank 0 (the JOIN
             # order). torchrun's start together (its second agent would miss the last call).
             if launcher == "ddprun" and i == 0 and not poll_until(
                     lambda: "joined job" in open(logs[0]).read(), 30):
@@ -135,7 +135,7 @@ def cut_off(launcher, args, net, rep, tmp, role):
         rank0 = [i for i in range(2) if glob.glob(os.path.join(marks[i], "start.2.0.*"))][0]
         lead = rank0
         if launcher == "ddprun":
-            lead = [i for i in range(2) if "coordinating job" in open(logs[i]).read()][0]
+            lead = [i for i in range(2) if "hosting the rendezvous" in open(logs[i]).read()][0]
         cut = 1 - lead if role == "plain" else lead
         for m in marks:
             open(os.path.join(m, "killed"), "w").close()
@@ -175,7 +175,7 @@ def cut_off_cases(args, tmp, results):
             for launcher, values in took.items():
                 results[(launcher, "cut", role)] = statistics.median(values)
         return ("node cut off: %s; etcd and each node in its own network namespace on one "
-                "bridge; the lead: ddprun's coordinating node, torchrun's group rank 0 node"
+                "bridge; the lead: ddprun's hosting node, torchrun's group rank 0 node"
                 % net.method)
     finally:
         net.stop()

@@ -4,6 +4,7 @@ node killed, leaving, or joining while the job runs). Real etcd and real ddprun 
 loopback addresses; skipped (exit 77) where etcd is not installed. Usage:
     test_etcd_jobs.py DDPRUN [TestClass]
 """
+import os
 import signal
 import sys
 import time
@@ -64,6 +65,26 @@ class EtcdRanksTest(EtcdCase):
         self.assertIn("finished", late.stderr())
         self.assertIn("different --rdzv-id", late.stderr())
         self.assertEqual(self.started(), ["started.0.0.0"])
+
+    def test_a_job_secret_guards_the_hosts_daemon(self):
+        def secret(name, text):
+            path = os.path.join(self.marks, name)
+            with open(path, "w") as f:
+                f.write(text + "\n")
+            os.chmod(path, 0o600)
+            return path
+        good = secret("good", "a-secret-of-this-job-0123456789")
+        bad = secret("bad", "another-secret-entirely-98765432")
+        conf = etcd_case.FAST_CONF
+        a = self.start("a", self.A, 1, "ok", conf=conf + ",secret_file=" + good)
+        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "a hosting")
+        intruder = self.start("x", self.C, 1, "ok", conf=conf + ",secret_file=" + bad)
+        self.assertEqual(intruder.wait(), 1, intruder.stderr())  # refused by a's daemon
+        self.assertRegex(intruder.stderr(), r"rendezvous refused: .*(secret|authenticat)")
+        b = self.start("b", self.B, 1, "ok", conf=conf + ",secret_file=" + good)
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+        self.assertEqual(len(self.env_lines(a.stdout()) + self.env_lines(b.stdout())), 2)
 
 
 class EtcdFailureTest(EtcdCase):
