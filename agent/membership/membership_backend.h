@@ -9,7 +9,7 @@
 //    on_stop_workers, JobFinished on_job_finished (then nothing but on_lost), ErrorEvent
 //    on_lost (kPeerGone with the job's message, else "rendezvous error: ...");
 //  - the held round: a round newer than the running one that this node has not answered yet
-//    (a re-formed job: a new coordinator, or a push racing the stop) is held until this node
+//    (a re-formed job: a new host, or a push racing the stop) is held until this node
 //    answered, and the running round gets one stop; on_reform stops the running round once;
 //  - the workers' store: when this node is a round's group rank 0 the store it serves is
 //    emptied for every round after its first (Server::reset_store), so no worker of a new
@@ -19,7 +19,7 @@
 //    after a success only when the round has other nodes.
 //
 // Threading: the agent's io_context thread. The link is destroyed with the backend, after
-// close(): the agent destroys its backend once its loop stopped (etcd's last words).
+// close(): the agent destroys its backend once its loop stopped (etcd's lease revoke).
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -1,6 +1,7 @@
 // How a node reaches its job's membership (membership_backend.h): a transport carrying
 // membership::Request up and membership::Payload down. Implementations: NativeLink (the
-// rendezvous daemon over a connection, c10d and static), EtcdLink (keys and watches in etcd),
+// rendezvous daemon over a connection, c10d and static), EtcdLink (etcd elects which agent hosts
+// that daemon),
 // LocalLink (a single node: the Job in this process).
 //
 // Contract:
@@ -8,9 +9,9 @@
 //   node key, store port and pinned rank). From then on the link tells `events`, on the
 //   agent's io_context thread and never from inside one of its own methods:
 //     on_payload(p)   a push of the job to this node, in the order the job sent them, once
-//                     each; when the join is accepted, a Joined (waiting or not; etcd's own
-//                     may come after the coordinator's first pushes).
-//     on_reform(d)    the job re-forms without a push saying so (etcd: its coordinator left);
+//                     each; when the join is accepted, a Joined (waiting or not; again after
+//                     an on_reform, when the node joined the job's new host).
+//     on_reform(d)    the job re-forms without a push saying so (etcd: its host was lost);
 //                     the running round, if any, must stop. Any number of times.
 //     on_link_lost(s) the link ended for good (unreachable, refused, liveness lost); `s` says
 //                     why and the fix. Nothing follows.
@@ -23,7 +24,7 @@
 // - worker_store(): the workers' store this node serves when it is a round's group rank 0
 //   (its own, or the static daemon); null when none.
 // - wait_finished(done): after JobFinished, `done` once every other node could learn the end
-//   from this one (the hosted daemon or coordinator drained); posted at once otherwise.
+//   from this one (the hosted daemon drained); posted at once otherwise.
 // - close(): ends connections, watches, timers and hosted servers; no event follows; never
 //   waits on the network (last words belong to the destructor, run once the loop stopped).
 //   Idempotent.

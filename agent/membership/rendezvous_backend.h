@@ -32,8 +32,8 @@
 //   node hosts nothing. The agent bounds the wait with its own timer.
 // - close() ends everything the backend holds (connections, hosted servers, timers); no event
 //   follows. Idempotent. It runs on the live loop (the agent stops the loop right after), so
-//   it never waits on the network: last words that must reach a peer after it (etcd's Leave
-//   and revoke) belong to the destructor, which the agent runs once its loop has stopped.
+//   it never waits on the network: last words that must reach a peer after it (etcd's lease
+//   revoke) belong to the destructor, which the agent runs once its loop has stopped.
 //
 // Threading: the agent's io_context thread only.
 #pragma once

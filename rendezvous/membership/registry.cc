@@ -156,13 +156,13 @@ Events Registry::handle(NodeId conn, Request request, TimePoint now) {
   return out;
 }
 
-Events Registry::connection_closed(NodeId conn, TimePoint now, const std::string& why) {
+Events Registry::connection_closed(NodeId conn, TimePoint now) {
   Events out;
   Job* job = job_of(conn);
   unbind(conn);
   if (job == nullptr) return out;
   job->forget(conn);
-  job->remove_node(conn, GoneReason::kConnectionClosed, why, now, out);
+  job->remove_node(conn, GoneReason::kConnectionClosed, "", now, out);
   update(job->run_id());
   return out;
 }

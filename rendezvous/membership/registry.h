@@ -35,9 +35,8 @@ class Registry {
   // One decoded request from connection `conn`. A request other than JOIN from a connection
   // that has not joined gets a kInvalidArgument ErrorEvent.
   Events handle(NodeId conn, Request request, TimePoint now);
-  // The session saw the connection close (EOF, error, or its own shutdown of it); `why`
-  // adds detail to what the other nodes hear.
-  Events connection_closed(NodeId conn, TimePoint now, const std::string& why = "");
+  // The session saw the connection close (EOF, error, or its own shutdown of it).
+  Events connection_closed(NodeId conn, TimePoint now);
 
   std::optional<TimePoint> next_deadline() const;
   Events on_deadline(TimePoint now);
