@@ -46,7 +46,6 @@ class Lifetime {
 
   // Every Watch taken so far reads false from now on; new ones too.
   void end() { token_.reset(); }
-  bool ended() const { return token_ == nullptr; }
 
  private:
   std::shared_ptr<const int> token_ = std::make_shared<const int>(0);
