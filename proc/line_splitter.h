@@ -20,7 +20,6 @@ class LineSplitter {
   void feed(std::string_view bytes, const Emit& emit);
   // Emits the buffered partial line, if any.
   void finish(const Emit& emit);
-  bool has_partial() const { return !partial_.empty(); }
 
  private:
   std::size_t max_line_;

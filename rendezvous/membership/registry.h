@@ -50,7 +50,6 @@ class Registry {
   // the daemon since, whatever the job's state (a finished job's nodes count until they
   // close).
   std::size_t connections(const std::string& run_id) const;
-  std::size_t job_count() const { return jobs_.size(); }
   // Every job known now (finished ones until their retention ends), by run id.
   std::vector<const Job*> jobs() const;
   // Counters summed over every job of the daemon's life, erased ones included.

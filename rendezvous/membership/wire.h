@@ -63,7 +63,6 @@ inline constexpr std::uint8_t kFirstPushType = 0x90;
 inline constexpr std::uint8_t kJoinAtRankType = 0x86;  // JOIN with JoinRequest::node_rank
 inline constexpr std::uint8_t kQueryWaitingType = 0x87;
 inline constexpr std::uint8_t kWaitingType = 0x96;  // after 0x95, the framed store reply
-inline constexpr std::uint8_t kLastNativeType = 0x9F;
 
 // True for 0x80..0x8F: the session hands such bytes to decode_request().
 inline bool is_native_request_type(std::uint8_t type) {

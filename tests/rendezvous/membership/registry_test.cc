@@ -18,7 +18,7 @@ TEST_CASE("many jobs run side by side without touching each other", "[registry]"
     CHECK(only_for<RoundComplete>(e, 2 * j + 1).store_addr ==
           "10.0.0." + std::to_string(2 * j + 1));
   }
-  CHECK(h.registry.job_count() == kJobs);
+  CHECK(h.registry.jobs().size() == kJobs);
   // A failure in run-7 stops run-7's nodes only.
   const Events e = h.send(15, ReportFailure{1, {failure(0, 2, 1)}});
   for (const Event& ev : e) CHECK((ev.to == 15 || ev.to == 16));

@@ -133,7 +133,7 @@ TEST_CASE("invalid JOINs are refused with the fix", "[round]") {
   CHECK_THAT(only_for<ErrorEvent>(h.join(1, 1, ""), 1).message, Catch::Contains("--rdzv-id"));
   h.config.keep_alive_interval = 0s;
   CHECK_THAT(only_for<ErrorEvent>(h.join(1), 1).message, Catch::Contains("keep_alive_interval"));
-  CHECK(h.registry.job_count() == 0);
+  CHECK(h.registry.jobs().size() == 0);
 }
 
 TEST_CASE("a second JOIN on one connection is refused", "[round]") {
