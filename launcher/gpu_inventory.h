@@ -28,7 +28,7 @@ class GpuInventory {
   // Physical GPUs on this machine: 0 when there is no driver or no GPU. kIo when a source
   // exists but cannot be read.
   virtual Result<int> physical_count() const = 0;
-  // Where the answer comes from, for messages ("NVML", "/proc/driver/nvidia/gpus").
+  // Where the answer comes from, for messages ("NVML", "/proc/driver/nvidia/gpus", "fake").
   virtual std::string source() const = 0;
 };
 
@@ -42,6 +42,17 @@ class ProcGpuInventory final : public GpuInventory {
 
  private:
   std::filesystem::path root_;
+};
+
+// A fixed answer, for unit tests.
+class FakeGpuInventory final : public GpuInventory {
+ public:
+  explicit FakeGpuInventory(int count) : count_(count) {}
+  Result<int> physical_count() const override { return count_; }
+  std::string source() const override { return "fake"; }
+
+ private:
+  int count_;
 };
 
 inline constexpr const char* kProcNvidiaEnv = "DDPRUN_PROC_NVIDIA";

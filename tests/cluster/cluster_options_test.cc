@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
-#include "tests/fake_gpu_inventory.h"
 
 using namespace ddp::launcher;
 using Kind = LaunchPlan::Kind;

@@ -11,8 +11,8 @@
 #include <iterator>
 
 #include "launcher/cluster/ssh_command.h"
+#include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
-#include "tests/fake_gpu_inventory.h"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;

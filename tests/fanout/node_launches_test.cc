@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/cluster/shell_quote.h"
-#include "tests/fake_gpu_inventory.h"
+#include "launcher/gpu_inventory.h"
 
 using namespace ddp;
 using namespace ddp::launcher;

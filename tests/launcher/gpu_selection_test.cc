@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/fake_gpu_inventory.h"
+#include "launcher/gpu_inventory.h"
 
 using namespace ddp::launcher;
 using Cvd = std::optional<std::string>;
