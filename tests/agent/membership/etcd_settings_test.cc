@@ -3,7 +3,6 @@
 
 #include <catch2/catch.hpp>
 
-
 namespace ddp::agent {
 namespace {
 
