@@ -2,16 +2,15 @@
 
 namespace ddp::etcd {
 
-boost::asio::awaitable<Result<Election::Holder>> Election::campaign(std::string value) {
+boost::asio::awaitable<Result<Election::Holder>> Election::campaign(std::string value,
+                                                                    std::vector<Json> also) {
   Txn txn = put_if_absent(key_, value, lease_);
+  for (auto& c : also) txn.compare.push_back(std::move(c));
   txn.failure.push_back(op_range(key_));
   auto r = co_await client_.txn(std::move(txn));
   if (!r) co_return r.status();
   if (r->succeeded) co_return Holder{true, r->revision, std::move(value)};
-  if (r->ranges.empty() || r->ranges[0].kvs.empty()) {
-    co_return Status(ErrorCode::kIo,
-                     "etcd answered a lost campaign for " + key_ + " without its holder");
-  }
+  if (r->ranges.empty() || r->ranges[0].kvs.empty()) co_return Holder{};
   const KeyValue& kv = r->ranges[0].kvs[0];
   co_return Holder{false, kv.create_revision, kv.value};
 }

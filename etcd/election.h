@@ -9,6 +9,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <optional>
+#include <vector>
 
 #include "etcd/client.h"
 #include "etcd/watch.h"
@@ -25,13 +26,14 @@ class Election {
   }
 
   // Who holds the key after the attempt: this contender (`mine`, revision = the fence) or
-  // another (its value and create_revision), read in the same txn.
+  // another (its value and create_revision), read in the same txn. `also` (Compare ops) must
+  // hold too: when one does not and the key is free, nobody holds it (value empty); read again.
   struct Holder {
     bool mine = false;
     std::int64_t revision = 0;
     std::string value;
   };
-  boost::asio::awaitable<Result<Holder>> campaign(std::string value);
+  boost::asio::awaitable<Result<Holder>> campaign(std::string value, std::vector<Json> also = {});
   // Once. From `from_revision` on, on_vacated(the revision of its last deletion) for each watch
   // batch that deleted the key; on_error once if the watch is lost (watch.h).
   void observe(std::int64_t from_revision, std::chrono::milliseconds reconnect_for,

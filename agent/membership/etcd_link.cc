@@ -62,6 +62,11 @@ std::optional<membership::ResumePoint> decode_state(const std::string& value) {
   return at;
 }
 
+// The compare "key not modified since `mod_revision`" (0: still absent), outside a coroutine.
+std::vector<etcd::Json> unchanged(const std::string& key, std::int64_t mod_revision) {
+  return {etcd::compare_mod_revision(key, mod_revision)};
+}
+
 }  // namespace
 
 proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings) {
@@ -201,7 +206,11 @@ asio::awaitable<void> EtcdLink::seek() {
     own.resume = resume_point(state->kvs.empty() ? std::string() : state->kvs[0].value);
     auto mine = NativeLink::start(io_, config_, setup_, std::move(own));
     if (!mine) co_return lost(mine.status());
-    auto holder = co_await election_->campaign(join_host_port(addr_, (*mine)->daemon_port()));
+    // Won only if P/state is still what was read: a host's last write racing this read would
+    // otherwise be resumed from an older round.
+    const std::int64_t state_rev = state->kvs.empty() ? 0 : state->kvs[0].mod_revision;
+    auto holder = co_await election_->campaign(join_host_port(addr_, (*mine)->daemon_port()),
+                                               unchanged(keys_.state(), state_rev));
     if (ended()) co_return;
     if (!holder) {
       co_return lost(Status(holder.status().code(), "lost etcd: " + holder.status().message()));
@@ -215,7 +224,8 @@ asio::awaitable<void> EtcdLink::seek() {
       break;
     }
     (*mine)->close();
-    if (reseek_) continue;  // the holder read may be the host that just left
+    // Nobody holds it (P/state moved), or the holder read may be the host that just left.
+    if (holder->value.empty() || reseek_) continue;
     auto where = parse_host_port(holder->value);
     if (!where || !where->port) {
       co_return lost(invalid_argument(keys_.host() + " holds '" + holder->value +

@@ -41,6 +41,15 @@ TEST_CASE("the loser of an election hears the winner's lease end and wins next",
       before->revision + 1, 5s, [&](std::int64_t rev) { b_vacated.push_back(rev); },
       [&](Status why) { lost.push_back(why); });
 
+  // A campaign whose extra compare fails takes nothing, and says nobody holds the key.
+  auto blocked = await(io, a.campaign("a", {compare_value("/e/other", "x")}));
+  REQUIRE(blocked);
+  CHECK_FALSE(blocked->mine);
+  CHECK(blocked->value.empty());
+  auto still_free = await(io, client.range("/e/leader"));
+  REQUIRE(still_free);
+  CHECK(still_free->kvs.empty());
+
   auto a_won = await(io, a.campaign("a"));
   REQUIRE(a_won);
   REQUIRE(a_won->mine);
