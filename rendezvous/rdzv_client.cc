@@ -152,19 +152,9 @@ void RdzvClient::send_native(const rendezvous::membership::Request& request) {
   send(encode_auth_frame(counter_++, mac, covered));
 }
 
-void RdzvClient::report_failure(std::uint64_t round,
-                                std::vector<rendezvous::membership::Failure> failures) {
-  send_native(rendezvous::membership::ReportFailure{round, std::move(failures)});
-}
-void RdzvClient::workers_stopped(std::uint64_t round) {
-  send_native(rendezvous::membership::WorkersStopped{round});
-}
-void RdzvClient::report_success(std::uint64_t round) {
-  send_native(rendezvous::membership::ReportSuccess{round});
-}
-void RdzvClient::query_waiting() { send_native(rendezvous::membership::QueryWaiting{}); }
-void RdzvClient::leave(std::string reason) {
-  send_native(rendezvous::membership::Leave{std::move(reason)});
+void RdzvClient::send_request(const rendezvous::membership::Request& request) {
+  send_native(request);
+  if (!std::holds_alternative<rendezvous::membership::Leave>(request)) return;
   close_after_write_ = true;
   heartbeats_on_ = false;
   heartbeat_.cancel();

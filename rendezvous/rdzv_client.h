@@ -89,14 +89,10 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   void join(rendezvous::membership::JoinRequest request,
             std::function<void(Result<rendezvous::membership::Joined>)> done);
 
-  // Fire-and-forget reports (the daemon answers with pushes, if at all).
-  void report_failure(std::uint64_t round, std::vector<rendezvous::membership::Failure> failures);
-  void workers_stopped(std::uint64_t round);
-  void report_success(std::uint64_t round);
-  // Asks how far the forming round is; answered with a Waiting push while it forms.
-  void query_waiting();
-  // Sends LEAVE (the job stays open for the others) and closes once it is written.
-  void leave(std::string reason);
+  // Fire-and-forget: a report, QueryWaiting (answered with a Waiting push while the round
+  // forms) or LEAVE (the job stays open for the others; the connection closes once it is
+  // written). Not a JOIN: join() sends that.
+  void send_request(const rendezvous::membership::Request& request);
 
   // A TCPStore query (>= 2.2 numbering, e.g. SET/GET/ADD/WAIT; not WATCH_KEY) on this
   // connection; `done` gets its raw reply bytes as protocol.h draws them (empty for SET), or

@@ -136,23 +136,8 @@ void NativeLink::on_push(membership::Payload payload) {
 }
 
 void NativeLink::send(const membership::Request& request) {
-  if (!client_ || !client_->is_open()) return;
-  std::visit(
-      [this](const auto& r) {
-        using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, membership::ReportSuccess>) {
-          client_->report_success(r.round);
-        } else if constexpr (std::is_same_v<T, membership::ReportFailure>) {
-          client_->report_failure(r.round, r.failures);
-        } else if constexpr (std::is_same_v<T, membership::WorkersStopped>) {
-          client_->workers_stopped(r.round);
-        } else if constexpr (std::is_same_v<T, membership::QueryWaiting>) {
-          client_->query_waiting();
-        } else if constexpr (std::is_same_v<T, membership::Leave>) {
-          client_->leave(r.reason);
-        }  // JOIN is open()'s; heartbeats are the client's own
-      },
-      request);
+  // JOIN is open()'s; heartbeats are the client's own.
+  if (client_ && client_->is_open()) client_->send_request(request);
 }
 
 void NativeLink::wait_finished(std::function<void()> done) {

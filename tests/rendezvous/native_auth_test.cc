@@ -108,8 +108,8 @@ TEST_CASE("agents with the job secret complete a round, wrong or missing ones ar
   REQUIRE(reply->is_ok());
 
   // Heartbeats and reports are signed too: success from both finishes the job with 0.
-  a->client->report_success(a->last<m::RoundComplete>()->round);
-  b->client->report_success(b->last<m::RoundComplete>()->round);
+  a->client->send_request(m::ReportSuccess{a->last<m::RoundComplete>()->round});
+  b->client->send_request(m::ReportSuccess{b->last<m::RoundComplete>()->round});
   REQUIRE(run_until(io, [&] { return a->last<m::JobFinished>() && b->last<m::JobFinished>(); }));
   CHECK(a->last<m::JobFinished>()->exit_code == 0);
   CHECK(a->last<m::ErrorEvent>() == nullptr);

@@ -73,7 +73,7 @@ struct Probe {
             {"reason", static_cast<int>(s->reason)},
             {"detail", s->detail},
             {"first_failure", failure_json(s->first_failure)}});
-      if (auto_stop) client->workers_stopped(s->round);
+      if (auto_stop) client->send_request(m::WorkersStopped{s->round});
     } else if (auto* f = std::get_if<m::JobFinished>(&p)) {
       emit({{"event", "job_finished"},
             {"exit_code", f->exit_code},
@@ -116,11 +116,15 @@ struct Probe {
       f.time =
           std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
       f.message = "probe failure of rank " + std::to_string(f.rank);
-      client->report_failure(round, {f});
+      client->send_request(m::ReportFailure{round, {f}});
     } else if (verb == "stopped" || verb == "success") {
       std::uint64_t round = 0;
       in >> round;
-      verb == "stopped" ? client->workers_stopped(round) : client->report_success(round);
+      if (verb == "stopped") {
+        client->send_request(m::WorkersStopped{round});
+      } else {
+        client->send_request(m::ReportSuccess{round});
+      }
     } else if (verb == "store-set" || verb == "store-get") {
       ddp::rendezvous::Request r;
       in >> r.key;
@@ -135,7 +139,7 @@ struct Probe {
               {"value", raw.size() >= 8 ? raw.substr(8) : std::string()}});
       });
     } else if (verb == "leave") {
-      client->leave("probe asked to leave");
+      client->send_request(m::Leave{"probe asked to leave"});
       emit({{"event", "left"}});
       io.stop();
     } else {
