@@ -274,7 +274,8 @@ void EtcdLink::write_state() {
   const membership::Job* job = link_ ? link_->hosted_job() : nullptr;
   if (job == nullptr) return;
   etcd::Txn txn{.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
-                .success = {etcd::op_put(keys_.state(), encode_state(*job))}};
+                .success = {etcd::op_put(keys_.state(), encode_state(*job))},
+                .failure = {}};
   asio::co_spawn(
       io_,
       [this, alive = life_.watch(), txn = std::move(txn)]() mutable -> asio::awaitable<void> {
