@@ -45,15 +45,7 @@ Result<std::int64_t> header_revision(const Json& j) {
 
 // Request bodies and answer decoding live outside the coroutines (GCC 12 cannot compile
 // nlohmann's string-literal subscripts inside a coroutine: "array used as initializer").
-Json range_body(const std::string& key, const std::string& range_end) {
-  return op_range(key, range_end)["request_range"];
-}
-Json put_body(const std::string& key, const std::string& value, std::int64_t lease) {
-  return op_put(key, value, lease)["request_put"];
-}
-Json delete_body(const std::string& key, const std::string& range_end) {
-  return op_delete(key, range_end)["request_delete_range"];
-}
+Json range_body(const std::string& key) { return op_range(key)["request_range"]; }
 Json txn_body(const Txn& txn) {
   return {{"compare", txn.compare}, {"success", txn.success}, {"failure", txn.failure}};
 }
@@ -114,27 +106,12 @@ Json compare_mod_revision(const std::string& key, std::int64_t revision) {
           {"result", "EQUAL"},
           {"mod_revision", std::to_string(revision)}};
 }
-Json compare_value(const std::string& key, const std::string& value) {
-  return {{"key", base64_encode(key)},
-          {"target", "VALUE"},
-          {"result", "EQUAL"},
-          {"value", base64_encode(value)}};
-}
 Json op_put(const std::string& key, const std::string& value, std::int64_t lease) {
   Json put = {{"key", base64_encode(key)}, {"value", base64_encode(value)}};
   if (lease != 0) put["lease"] = std::to_string(lease);
   return {{"request_put", std::move(put)}};
 }
-Json op_delete(const std::string& key, const std::string& range_end) {
-  Json del = {{"key", base64_encode(key)}};
-  if (!range_end.empty()) del["range_end"] = base64_encode(range_end);
-  return {{"request_delete_range", std::move(del)}};
-}
-Json op_range(const std::string& key, const std::string& range_end) {
-  Json r = {{"key", base64_encode(key)}};
-  if (!range_end.empty()) r["range_end"] = base64_encode(range_end);
-  return {{"request_range", std::move(r)}};
-}
+Json op_range(const std::string& key) { return {{"request_range", {{"key", base64_encode(key)}}}}; }
 
 Txn put_if_absent(const std::string& key, const std::string& value, std::int64_t lease) {
   Txn txn;
@@ -179,23 +156,10 @@ asio::awaitable<Result<Json>> Client::call(std::string path, Json body) {
                                     " ms: " + last.message());
 }
 
-asio::awaitable<Result<RangeResult>> Client::range(std::string key, std::string range_end) {
-  auto j = co_await call("/v3/kv/range", range_body(key, range_end));
+asio::awaitable<Result<RangeResult>> Client::range(std::string key) {
+  auto j = co_await call("/v3/kv/range", range_body(key));
   if (!j) co_return j.status();
   co_return decode_range(*j);
-}
-
-asio::awaitable<Result<std::int64_t>> Client::put(std::string key, std::string value,
-                                                  std::int64_t lease) {
-  auto j = co_await call("/v3/kv/put", put_body(key, value, lease));
-  if (!j) co_return j.status();
-  co_return header_revision(*j);
-}
-
-asio::awaitable<Result<std::int64_t>> Client::remove(std::string key, std::string range_end) {
-  auto j = co_await call("/v3/kv/deleterange", delete_body(key, range_end));
-  if (!j) co_return j.status();
-  co_return header_revision(*j);
 }
 
 asio::awaitable<Result<TxnResult>> Client::txn(Txn txn) {

@@ -1,5 +1,5 @@
-// An etcd v3 client over the JSON gateway (http_post.h): key ranges, puts, deletes,
-// compare-and-swap transactions, leases. Every call goes to the current endpoint; a transport
+// An etcd v3 client over the JSON gateway (http_post.h): key reads, compare-and-swap
+// transactions, leases. Every call goes to the current endpoint; a transport
 // failure or an UNAVAILABLE answer (no leader, member stopping) moves to the next endpoint and
 // tries again, round the list, until `request_timeout` after the call began; an answer from
 // etcd (even an error such as an expired lease) is final. Watches: watch.h.
@@ -40,10 +40,8 @@ struct RangeResult {
 // Building blocks of a txn (etcdserverpb.Compare / RequestOp as the gateway spells them).
 Json compare_create_revision(const std::string& key, std::int64_t revision);  // == revision
 Json compare_mod_revision(const std::string& key, std::int64_t revision);     // == revision
-Json compare_value(const std::string& key, const std::string& value);         // == value
 Json op_put(const std::string& key, const std::string& value, std::int64_t lease = 0);
-Json op_delete(const std::string& key, const std::string& range_end = {});
-Json op_range(const std::string& key, const std::string& range_end = {});
+Json op_range(const std::string& key);
 
 struct Txn {
   std::vector<Json> compare;
@@ -73,18 +71,11 @@ class Client {
 
   const ClientOptions& options() const { return options_; }
   boost::asio::any_io_executor executor() const { return ex_; }
-  // The endpoint the next call tries first (the last that answered).
-  const Endpoint& current() const { return options_.endpoints[current_]; }
 
   // One gateway call (`path` such as "/v3/kv/range") with failover. The raw answer.
   boost::asio::awaitable<Result<Json>> call(std::string path, Json body);
 
-  // The key, or with `range_end` every key in [key, range_end) (prefix_end(p) for a prefix).
-  boost::asio::awaitable<Result<RangeResult>> range(std::string key, std::string range_end = {});
-  // The revision of the put.
-  boost::asio::awaitable<Result<std::int64_t>> put(std::string key, std::string value,
-                                                   std::int64_t lease = 0);
-  boost::asio::awaitable<Result<std::int64_t>> remove(std::string key, std::string range_end = {});
+  boost::asio::awaitable<Result<RangeResult>> range(std::string key);  // the key, if it exists
   boost::asio::awaitable<Result<TxnResult>> txn(Txn txn);
 
   boost::asio::awaitable<Result<Lease>> grant(std::chrono::seconds ttl);

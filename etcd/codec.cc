@@ -68,18 +68,6 @@ Result<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
-std::string prefix_end(std::string_view prefix) {
-  std::string end(prefix);
-  while (!end.empty()) {
-    if (static_cast<unsigned char>(end.back()) < 0xFF) {
-      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-      return end;
-    }
-    end.pop_back();
-  }
-  return std::string(1, '\0');
-}
-
 Result<std::int64_t> int_field(const Json& object, const char* field) {
   auto it = object.find(field);
   if (it == object.end() || it->is_null()) return std::int64_t{0};

@@ -22,10 +22,6 @@ std::string base64_encode(std::string_view bytes);
 // kProtocol on a character outside the alphabet or a bad length.
 Result<std::string> base64_decode(std::string_view text);
 
-// The first key after every key that starts with `prefix` (etcd's range_end of a prefix).
-// "\0" (every key) for an empty prefix.
-std::string prefix_end(std::string_view prefix);
-
 // `object[field]` as an int64: a JSON string of digits (the gateway's form) or a number;
 // 0 when absent.
 Result<std::int64_t> int_field(const Json& object, const char* field);

@@ -25,7 +25,6 @@ void Election::observe(std::int64_t from_revision, std::chrono::milliseconds rec
   };
   watch_ = Watch::start(client_.executor(), o.endpoints,
                         {.key = key_,
-                         .range_end = {},
                          .start_revision = from_revision,
                          .reconnect_for = reconnect_for,
                          .attempt_timeout = o.attempt_timeout,

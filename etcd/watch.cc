@@ -19,7 +19,6 @@ using namespace std::chrono_literals;
 // subscripts inside a coroutine: "array used as initializer").
 Json create_request(const WatchOptions& o, std::int64_t start_revision) {
   Json create = {{"key", base64_encode(o.key)}};
-  if (!o.range_end.empty()) create["range_end"] = base64_encode(o.range_end);
   if (start_revision > 0) create["start_revision"] = std::to_string(start_revision);
   return {{"create_request", std::move(create)}};
 }

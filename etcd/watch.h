@@ -37,7 +37,6 @@ struct WatchEvent {
 
 struct WatchOptions {
   std::string key;
-  std::string range_end;  // empty: just `key`; prefix_end(p): every key under p
   std::int64_t start_revision = 0;
   std::chrono::milliseconds reconnect_for{std::chrono::seconds(10)};
   std::chrono::milliseconds attempt_timeout{std::chrono::seconds(2)};

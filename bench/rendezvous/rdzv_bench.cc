@@ -29,13 +29,9 @@
 // says the job is not keyed yet (every CHALLENGE that reaches the daemon before the job's first
 // JOIN does), then every later request signed.
 // Client crypto: every simulated agent derives its own job key, wraps the key for its own
-// challenge and MACs its own frames. What is shared is what one real agent process caches once:
-// rendezvous/auth/key_wrap.h keeps one X25519 pair and one shared secret per daemon per
-// process, so a process's first wrap costs two scalar multiplications (~0.1 ms) and every other
-// one an HMAC. Each real agent is its own process and pays that first wrap once, on its own
-// host, all agents in parallel; the simulated agents here share one process and its cache (as
-// they share this one thread), so the 0.1 ms shows once, not per agent (docs/security.md,
-// "Cost").
+// challenge (a fresh X25519 pair: ~0.1 ms) and MACs its own frames. A real agent pays its wrap on
+// its own host, all agents in parallel; here the simulated agents share this one thread, so the
+// wraps add up (docs/security.md, "Cost").
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>

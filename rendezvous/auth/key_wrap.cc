@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <memory>
+
 namespace ddp::rendezvous::auth {
 namespace {
 constexpr std::string_view kWrapLabel = "ddprun key wrap v1";
@@ -57,10 +59,6 @@ Bytes32 xor_pad(const Bytes32& shared, const Challenge& challenge, const Bytes32
 
 }  // namespace
 
-struct KeyWrapper::Impl {
-  Pkey own;
-};
-
 Result<KeyPair> generate_key_pair() {
   auto random = random_bytes32();
   if (!random) return random.status();
@@ -71,60 +69,17 @@ Result<KeyPair> generate_key_pair() {
   return pair;
 }
 
-KeyWrapper::KeyWrapper(std::unique_ptr<Impl> impl, const Bytes32& public_key)
-    : impl_(std::move(impl)), public_(public_key) {}
-KeyWrapper::~KeyWrapper() = default;
-
-Result<std::unique_ptr<KeyWrapper>> KeyWrapper::create() {
-  auto random = random_bytes32();
-  if (!random) return random.status();
-  Bytes32 public_key{};
-  auto key = import_private(*random, public_key);  // kept: never imported again
-  if (!key) return key.status();
-  auto impl = std::make_unique<Impl>();
-  impl->own = std::move(key).value();
-  return std::unique_ptr<KeyWrapper>(new KeyWrapper(std::move(impl), public_key));
-}
-
-Result<KeyWrap> KeyWrapper::wrap(const Key& job_key, const Bytes32& daemon_public,
-                                 const Challenge& challenge) {
-  Bytes32 shared{};
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = shared_.find(daemon_public); it != shared_.end()) {
-      shared = it->second;
-    } else {
-      auto fresh = shared_secret(impl_->own.get(), daemon_public);
-      if (!fresh) return fresh.status();  // a malformed key is never cached
-      if (shared_.size() >= kMaxDaemons) shared_.clear();
-      shared_.emplace(daemon_public, *fresh);
-      shared = *fresh;
-    }
-  }
-  return KeyWrap{public_, xor_pad(shared, challenge, job_key)};
-}
-
-std::size_t KeyWrapper::daemons_known() const {
-  std::lock_guard lock(mu_);
-  return shared_.size();
-}
-
 Result<KeyWrap> wrap_job_key(const Key& job_key, const Bytes32& daemon_public,
                              const Challenge& challenge) {
-  // Created on first use; a failed creation (getrandom refused) is retried by the next call.
-  static std::mutex mu;
-  static std::unique_ptr<KeyWrapper> wrapper;
-  KeyWrapper* w = nullptr;
-  {
-    std::lock_guard lock(mu);
-    if (!wrapper) {
-      auto made = KeyWrapper::create();
-      if (!made) return made.status();
-      wrapper = std::move(made).value();
-    }
-    w = wrapper.get();
-  }
-  return w->wrap(job_key, daemon_public, challenge);
+  auto random = random_bytes32();
+  if (!random) return random.status();
+  KeyWrap out;
+  auto own = import_private(*random, out.agent_public);
+  if (!own) return own.status();
+  auto shared = shared_secret(own->get(), daemon_public);
+  if (!shared) return shared.status();
+  out.wrapped = xor_pad(*shared, challenge, job_key);
+  return out;
 }
 
 Result<Key> unwrap_job_key(const KeyWrap& wrap, const KeyPair& daemon, const Challenge& challenge) {

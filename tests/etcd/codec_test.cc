@@ -39,12 +39,6 @@ TEST_CASE("gateway integers are strings, numbers or absent", "[codec]") {
   CHECK(kv->mod_revision == 0);
 }
 
-TEST_CASE("prefix_end is the first key after the prefix", "[codec]") {
-  CHECK(prefix_end("a/") == "a0");
-  CHECK(prefix_end(std::string("a\xff", 2)) == "b");
-  CHECK(prefix_end("") == std::string(1, '\0'));
-}
-
 TEST_CASE("endpoint lists", "[codec]") {
   auto one = parse_endpoints("etcd1");
   REQUIRE(one);

@@ -42,7 +42,7 @@ TEST_CASE("the loser of an election hears the winner's lease end and wins next",
       [&](Status why) { lost.push_back(why); });
 
   // A campaign whose extra compare fails takes nothing, and says nobody holds the key.
-  auto blocked = await(io, a.campaign("a", {compare_value("/e/other", "x")}));
+  auto blocked = await(io, a.campaign("a", {compare_mod_revision("/e/other", 12345)}));
   REQUIRE(blocked);
   CHECK_FALSE(blocked->mine);
   CHECK(blocked->value.empty());

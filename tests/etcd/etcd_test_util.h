@@ -1,5 +1,5 @@
 // Driving coroutines and watches from a test's thread: one io_context, run until a result or
-// a predicate holds, each with a deadline.
+// a predicate holds, each with a deadline; plain etcd writes for setting up a test.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -10,6 +10,9 @@
 #include <functional>
 #include <optional>
 #include <stdexcept>
+#include <string>
+
+#include "etcd/client.h"
 
 namespace ddp::testing {
 
@@ -46,6 +49,20 @@ inline bool run_until(boost::asio::io_context& io, const std::function<bool()>& 
     io.run_one_for(std::chrono::milliseconds(50));
   }
   return true;
+}
+
+// A put through a txn (the product writes only in txns): the revision it made.
+inline Result<std::int64_t> put(boost::asio::io_context& io, etcd::Client& c,
+                                const std::string& key, const std::string& value,
+                                std::int64_t lease = 0) {
+  auto done = await(io, c.txn({.compare = {}, .success = {etcd::op_put(key, value, lease)}}));
+  if (!done) return done.status();
+  return done->revision;
+}
+
+inline Status remove(boost::asio::io_context& io, etcd::Client& c, const std::string& key) {
+  return await(io, c.call("/v3/kv/deleterange", etcd::Json{{"key", etcd::base64_encode(key)}}))
+      .status();
 }
 
 }  // namespace ddp::testing

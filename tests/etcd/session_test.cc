@@ -43,7 +43,7 @@ struct Fixture {
 TEST_CASE("a session keeps its lease past its TTL, and revoke() deletes its keys", "[session]") {
   Fixture f;
   auto session = f.open();
-  REQUIRE(await(f.io, f.client->put("/s/k", "v", session->lease())));
+  REQUIRE(ddp::testing::put(f.io, *f.client, "/s/k", "v", session->lease()));
   // Three TTLs: without keep-alives the key would be gone after one.
   CHECK_FALSE(run_until(
       f.io, [&] { return !f.lost.empty(); }, 6s));

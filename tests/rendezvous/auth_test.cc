@@ -100,6 +100,10 @@ TEST_CASE("a wrapped job key unwraps only with the daemon's key and the same cha
   auto back = unwrap_job_key(*wrap, *daemon, c);
   REQUIRE(back);
   CHECK(*back == key);
+  auto again = wrap_job_key(key, daemon->public_key, c);  // a fresh pair per wrap
+  REQUIRE(again);
+  CHECK(again->agent_public != wrap->agent_public);
+  CHECK(*unwrap_job_key(*again, *daemon, c) == key);
   auto wrong_daemon = unwrap_job_key(*wrap, *other, c);
   CHECK((!wrong_daemon || *wrong_daemon != key));
   auto wrong_challenge = unwrap_job_key(*wrap, *daemon, filled(2));
