@@ -50,7 +50,8 @@ void NativeLink::connect() {
   auto client = rendezvous::RdzvClient::create(
       io_, {.on_event = life_.guard([this](const membership::Payload& p) { on_push(p); }),
             .on_disconnect = life_.guard([this](const Status& s) {
-              lost(Status(s.code(), "lost the rendezvous daemon: " + s.message()));
+              // No client_: a join that ended with its connection is retried (send_join).
+              if (client_) lost(Status(s.code(), "lost the rendezvous daemon: " + s.message()));
             })});
   client->connect(servers_.daemon_host(), servers_.daemon_port(), timeout,
                   [this, client, alive = life_.watch()](Status s) {
@@ -107,11 +108,15 @@ void NativeLink::send_join() {
   membership::JoinRequest request = node_join(config_, setup_, rdzv_.config, servers_.store_port());
   request.node_rank = rdzv_.node_rank;
   client_->join(request, life_.guard([this](Result<membership::Joined> joined) {
-    if (!joined && retries_connecting() && joined.status().code() == ErrorCode::kJobFinished &&
-        Clock::now() < connect_deadline_) {
+    const ErrorCode code = joined ? ErrorCode::kOk : joined.status().code();
+    if ((code == ErrorCode::kJobFinished || code == ErrorCode::kPeerGone) &&
+        retries_connecting() && Clock::now() < connect_deadline_) {
       // Node rank 0 of the previous job on this port still lingers at its exit barrier
-      // (back-to-back static jobs): wait for this job's node rank 0 to take the port.
-      spdlog::info("{}:{} still serves a finished job; retrying", rdzv_.host, rdzv_.port);
+      // (back-to-back static jobs), or its daemon closed before answering (it exited): wait
+      // for this job's node rank 0 to take the port.
+      if (code == ErrorCode::kJobFinished) {
+        spdlog::info("{}:{} still serves a finished job; retrying", rdzv_.host, rdzv_.port);
+      }
       client_->close();
       client_.reset();
       return retry_after(100ms);  // a pause: nothing signals that daemon's exit

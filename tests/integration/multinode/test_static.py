@@ -110,6 +110,27 @@ class StaticRanksTest(StaticCase):
         self.assertEqual(a2.wait(), 0, a2.stderr() + "\n--- b2:\n" + b2.stderr())
         self.assertEqual(b2.wait(), 0, b2.stderr())
 
+    def test_a_daemon_closing_an_unanswered_join_is_retried(self):
+        # Job 1's node rank 0 exiting while job 2's node rank 1 has a JOIN in flight to it: the
+        # connection closes unanswered, which means "retry until join_timeout", not "lost".
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.master, self.port))
+        listener.listen()
+        listener.settimeout(20)
+        b = self.start("b", 1, "127.0.0.3", 1, "ok")
+        try:
+            for _ in range(2):  # a second connection only if b retried after the first close
+                conn, _ = listener.accept()
+                conn.settimeout(20)
+                conn.recv(65536)  # its JOIN
+                conn.close()
+        finally:
+            listener.close()
+        a = self.start("a", 0, "127.0.0.2", 1, "ok")
+        self.assertEqual(a.wait(), 0, a.stderr() + "\n--- b:\n" + b.stderr())
+        self.assertEqual(b.wait(), 0, b.stderr())
+
     def test_node_rank_1_alone_gives_up_after_join_timeout(self):
         b = self.start("b", 1, "127.0.0.3", 1, conf="join_timeout=1")
         self.assertNotEqual(b.wait(), 0, b.stderr())
