@@ -109,8 +109,8 @@ void NativeLink::send_join() {
   request.node_rank = rdzv_.node_rank;
   client_->join(request, life_.guard([this](Result<membership::Joined> joined) {
     const ErrorCode code = joined ? ErrorCode::kOk : joined.status().code();
-    if ((code == ErrorCode::kJobFinished || code == ErrorCode::kPeerGone) &&
-        retries_connecting() && Clock::now() < connect_deadline_) {
+    if ((code == ErrorCode::kJobFinished || code == ErrorCode::kPeerGone) && retries_connecting() &&
+        Clock::now() < connect_deadline_) {
       // Node rank 0 of the previous job on this port still lingers at its exit barrier
       // (back-to-back static jobs), or its daemon closed before answering (it exited): wait
       // for this job's node rank 0 to take the port.
