@@ -55,7 +55,8 @@ inline bool run_until(boost::asio::io_context& io, const std::function<bool()>& 
 inline Result<std::int64_t> put(boost::asio::io_context& io, etcd::Client& c,
                                 const std::string& key, const std::string& value,
                                 std::int64_t lease = 0) {
-  auto done = await(io, c.txn({.compare = {}, .success = {etcd::op_put(key, value, lease)}}));
+  auto done = await(
+      io, c.txn({.compare = {}, .success = {etcd::op_put(key, value, lease)}, .failure = {}}));
   if (!done) return done.status();
   return done->revision;
 }
