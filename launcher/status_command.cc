@@ -81,6 +81,25 @@ std::vector<std::string> job_row(const json& j) {
           failure_text(j)};
 }
 
+// The job's failed workers with their last lines and stack heads (docs/diagnosis.md).
+std::string failed_workers_text(const json& j) {
+  if (!j.contains("failed_workers") || j["failed_workers"].empty()) return "";
+  std::string out = "\nfailed workers of the last failed round (" +
+                    std::to_string(j["failed_workers"].size()) + " shown of " +
+                    text(j["failed_worker_count"]) + "):\n";
+  for (const json& f : j["failed_workers"]) {
+    out += "rank " + text(f["rank"]) + " (local rank " + text(f["local_rank"]) + ") on " +
+           text(f["node_key"]) + ": " + text(f["exit"]) + " at " + text(f["time"]) + "\n";
+    for (const auto& [key, title] : {std::pair{"last_lines", "last lines of output"},
+                                     std::pair{"stack_head", "head of its stack file"}}) {
+      if (!f.contains(key) || f[key].empty()) continue;
+      out += std::string("  ") + title + ":\n";
+      for (const json& line : f[key]) out += "    " + text(line) + "\n";
+    }
+  }
+  return out;
+}
+
 const std::vector<std::string> kJobHeader = {"RUN ID", "STATE",   "ROUND",       "RESTARTS",
                                              "NODES",  "WORKERS", "LAST FAILURE"};
 
@@ -148,8 +167,8 @@ Result<std::string> format_status_table(const std::string& json_text) {
       nodes.push_back({text(n["node_key"]), text(n["addr"]), text(n["group_rank"]), ranks,
                        text(n["local_world_size"]), text(n["role"])});
     }
-    if (nodes.size() == 1) return out + "no nodes\n";
-    return out + render(nodes);
+    out += nodes.size() == 1 ? "no nodes\n" : render(nodes);
+    return out + failed_workers_text(j);
   } catch (const json::exception& e) {  // a field of the wrong type
     return protocol_error(std::string("unexpected JSON from the status port: ") + e.what());
   }

@@ -1,5 +1,8 @@
 #include "agent/report/failure_wire.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "agent/report/error_report.h"
 
 namespace ddp::agent {
@@ -41,6 +44,14 @@ std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& out
       f.error_file = record.error_file;
       f.message = record.error->message;
       if (!record.error->traceback.empty()) f.message += "\n" + record.error->traceback;
+    }
+    // The stack file the agent wrote when the group hung (docs/hangs.md), if any.
+    std::ifstream stack(setup.attempt_dir(attempt) / std::to_string(w.local_rank) / "stack.txt",
+                        std::ios::binary);
+    if (stack) {
+      std::ostringstream text;
+      text << stack.rdbuf();
+      f.diagnosis.stack_head = rendezvous::membership::head_lines(text.str());
     }
     out.push_back(std::move(f));
   }

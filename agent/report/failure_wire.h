@@ -20,7 +20,9 @@ FailureRecord failure_record(const WorkerFailure& failure, const RunSetup& setup
 // One Failure per failed worker of `outcome` (attempt directory `attempt`): global rank from
 // setup.group, exit code (negative signal number when killed, torchrun's convention), time
 // (the error file's timestamp, else when the agent saw the exit), error file and message
-// (plus traceback). node_key and group_rank are left for the daemon to fill in.
+// (plus traceback), the head of its stack file (<attempt dir>/<local rank>/stack.txt, written
+// when the group hung) if there is one. node_key and group_rank are left for the daemon to
+// fill in; the caller adds the last lines of output (OutputRouter::last_lines).
 std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& outcome,
                                                               const RunSetup& setup, int attempt);
 

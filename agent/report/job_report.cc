@@ -35,6 +35,11 @@ void RootCauseReport::job_finished(const rendezvous::membership::JobFinished& fi
     std::string table =
         format_job_root_cause(program_name(config_.worker_argv), *finished.root_cause);
     if (!finished.reason.empty()) table += "job " + run_id_ + ": " + finished.reason + "\n";
+    const auto& lines = finished.root_cause->diagnosis.last_lines;
+    if (!lines.empty()) {
+      table += "last lines of rank " + std::to_string(finished.root_cause->rank) + ":\n";
+      for (const std::string& line : lines) table += "  " + line + "\n";
+    }
     print(table);
   }
   if (finished.exit_code != 0 && !finished.root_cause) {

@@ -3,7 +3,9 @@
 //  - LocalJobReport (one node): torchrun's "<program> FAILED" table of this node's failures of
 //    the last attempt, root cause last, read from their error files;
 //  - RootCauseReport (several nodes): the job's root cause as the rendezvous told every node,
-//    the same table on every node; silent when a launching ddprun prints it for the job.
+//    the same table on every node, then the root cause's last lines of output (as the
+//    rendezvous received them, docs/diagnosis.md); silent when a launching ddprun prints it
+//    for the job.
 //
 // Threading: the agent's io_context thread.
 #pragma once

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -41,6 +42,7 @@ struct OutputRouter::Sink {
   StreamRoute route;
   bool filtered = false;  // teed, and its stream has duplicate filters
   proc::StreamId stream = proc::StreamId::kStdout;
+  int local_rank = 0;
   std::string prefix;
   int console_fd = -1;
   int file_fd = -1;
@@ -80,12 +82,14 @@ OutputRouter::OutputRouter(const AgentConfig& config, bool log_dir_given, int co
       auto sink = std::make_unique<Sink>();
       sink->route = route_for(config, log_dir_given, r, s);
       sink->stream = s;
+      sink->local_rank = r;
       sink->filtered = !filters(s).empty() && includes(config.tee.for_rank(r), s);
       sink->prefix = output_prefix(config.log_line_prefix_template, config.role, r, r, hostname_);
       sink->console_fd = console_fd_[stream_index(s)];
       sinks_.push_back(std::move(sink));
     }
   }
+  tails_.resize(static_cast<std::size_t>(std::max(config.nproc_per_node, 0)));
 }
 
 OutputRouter::~OutputRouter() { end_attempt(); }
@@ -103,6 +107,7 @@ const std::vector<std::string>& OutputRouter::filters(proc::StreamId stream) con
 
 Status OutputRouter::begin_attempt(const std::filesystem::path& attempt_dir, int global_rank_base) {
   end_attempt();
+  for (auto& tail : tails_) tail.clear();
   for (int r = 0; r < config_.nproc_per_node; ++r) {
     for (proc::StreamId s : {proc::StreamId::kStdout, proc::StreamId::kStderr}) {
       sink(r, s)->prefix = output_prefix(config_.log_line_prefix_template, config_.role, r,
@@ -140,6 +145,8 @@ Status OutputRouter::begin_attempt(const std::filesystem::path& attempt_dir, int
 }
 
 void OutputRouter::on_line(const Sink& k, std::string_view line) {
+  tails_[static_cast<std::size_t>(k.local_rank)].add(line);
+  if (!k.route.console && !k.filtered) return;
   scratch_.assign(k.prefix);
   scratch_.append(line);
   scratch_.push_back('\n');
@@ -154,15 +161,18 @@ void OutputRouter::write(int local_rank, proc::StreamId stream, std::string_view
   Sink* k = sink(local_rank, stream);
   if (k == nullptr) return;
   if (k->file_fd >= 0) write_all(k->file_fd, bytes);
-  if (k->route.console || k->filtered) {
-    k->splitter.feed(bytes, [&](std::string_view line) { on_line(*k, line); });
-  }
+  k->splitter.feed(bytes, [&](std::string_view line) { on_line(*k, line); });
 }
 
 void OutputRouter::end_stream(int local_rank, proc::StreamId stream) {
   Sink* k = sink(local_rank, stream);
   if (k == nullptr) return;
   k->splitter.finish([&](std::string_view line) { on_line(*k, line); });
+}
+
+std::vector<std::string> OutputRouter::last_lines(int local_rank) const {
+  if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= tails_.size()) return {};
+  return tails_[static_cast<std::size_t>(local_rank)].lines();
 }
 
 void OutputRouter::end_attempt() {

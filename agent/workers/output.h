@@ -11,6 +11,9 @@
 // always written (a full copy of the run); with the default temporary log dir only
 // redirected or teed streams get files, as torchrun does.
 //
+// Each worker's last lines (stdout and stderr as they came, whatever the routing) are kept
+// within rendezvous/membership/diagnosis.h's bounds, for its failure report.
+//
 // Threading: the agent's io_context thread. Console writes are blocking writes to the
 // agent's stdout (worker stdout) and stderr (worker stderr).
 #pragma once
@@ -25,6 +28,7 @@
 #include "common/status.h"
 #include "proc/line_splitter.h"
 #include "proc/process_launcher.h"
+#include "rendezvous/membership/diagnosis.h"
 
 namespace ddp::agent {
 
@@ -63,6 +67,8 @@ class OutputRouter {
   void end_stream(int local_rank, proc::StreamId stream);
   // Flushes every partial line and closes the files.
   void end_attempt();
+  // The last lines of local rank `local_rank` in this attempt (kept until the next begins).
+  std::vector<std::string> last_lines(int local_rank) const;
 
  private:
   struct Sink;
@@ -73,8 +79,9 @@ class OutputRouter {
   const AgentConfig& config_;
   int console_fd_[2];
   std::string hostname_;
-  int filtered_fd_[2] = {-1, -1};             // filtered_stdout.log, filtered_stderr.log
-  std::vector<std::unique_ptr<Sink>> sinks_;  // 2 per local rank: stdout, stderr
+  int filtered_fd_[2] = {-1, -1};                        // filtered_stdout.log, filtered_stderr.log
+  std::vector<std::unique_ptr<Sink>> sinks_;             // 2 per local rank: stdout, stderr
+  std::vector<rendezvous::membership::LineTail> tails_;  // 1 per local rank
   std::string scratch_;
 };
 

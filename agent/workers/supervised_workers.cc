@@ -250,6 +250,15 @@ void SupervisedWorkers::on_group_done(const Outcome& outcome) {
   WorkersResult result{outcome, {}};
   if (outcome.kind == Outcome::Kind::kFailed) {
     result.failures = to_wire_failures(outcome, setup_, attempt_);
+    // Diagnoses for as many failures as the job keeps (a report stays a small frame).
+    for (std::size_t i = 0; i < result.failures.size(); ++i) {
+      auto& f = result.failures[i];
+      if (i < rendezvous::membership::kDiagnosedFailures) {
+        f.diagnosis.last_lines = router_.last_lines(static_cast<int>(f.local_rank));
+      } else {
+        f.diagnosis = {};
+      }
+    }
   } else if (outcome.kind == Outcome::Kind::kError) {
     rendezvous::membership::Failure f;
     f.exit_code = 1;

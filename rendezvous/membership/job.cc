@@ -189,7 +189,7 @@ void Job::complete_round(Events& out) {
   }
   state_ = State::kRunning;
   last_call_.reset();
-  failures_.clear();
+  close_failures();
   ++counters_.rounds_completed;
   counters_.last_round_latency = std::chrono::duration_cast<Duration>(now_ - forming_since_);
   round_completed_at_ = now_;

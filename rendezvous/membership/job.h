@@ -53,6 +53,17 @@ struct ResumePoint {
   std::uint32_t expected_nodes = 0;
 };
 
+// root_cause_of's rule fed one failure at a time, O(1) each: indexes into a round's failures.
+class RootPick {
+ public:
+  void add(const std::vector<Failure>& failures, std::size_t index);
+  std::optional<std::size_t> root(const std::vector<Failure>& failures) const;
+
+ private:
+  std::optional<std::size_t> hung_;   // the hung failure that stalled first
+  std::optional<std::size_t> other_;  // the earliest other one
+};
+
 class Job {
  public:
   using State = JobState;
@@ -152,6 +163,9 @@ class Job {
   void maybe_finish_stop(Events& out);
   void finish(bool success, std::string reason, bool notify, Events& out);
   std::optional<Failure> earliest_failure() const;  // root_cause_of(failures_)
+  void add_failure(Failure f);                      // to failures_, diagnoses bounded
+  std::vector<Failure> diagnosed_failures() const;  // of failures_ (kDiagnosedFailures)
+  void close_failures();                            // the round's failures become the last
   std::string describe(const Member& m) const;
   // Calls f(id, member) for every present participant, in group-rank order.
   template <typename F>
@@ -184,6 +198,7 @@ class Job {
   TimePoint stop_deadline_;
   Outcome outcome_ = Outcome::kRestart;
   std::vector<Failure> failures_;  // this round's, across nodes
+  RootPick pick_;                  // over failures_
 
   std::uint32_t departures_ = 0;
   std::uint32_t expected_nodes_ = 0;  // ResumePoint::expected_nodes, until a round forms
@@ -202,6 +217,8 @@ class Job {
   std::optional<TimePoint> round_completed_at_;
   std::uint64_t world_size_ = 0;  // of the last completed round
   std::optional<StopView> last_stop_;
+  std::vector<Failure> last_failures_;  // diagnosed_failures() of the last round with any
+  std::size_t last_failure_count_ = 0;  // every failure of that round
   JobCounters counters_;
 };
 

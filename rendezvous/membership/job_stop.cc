@@ -26,31 +26,72 @@ std::int32_t failure_exit_code(const std::optional<Failure>& root_cause) {
   return 1;
 }
 
+namespace {
+
+bool earlier(const Failure& a, const Failure& b) {
+  return std::tie(a.time, a.rank) < std::tie(b.time, b.rank);
+}
+
+}  // namespace
+
+void RootPick::add(const std::vector<Failure>& failures, std::size_t index) {
+  const Failure& f = failures[index];
+  if (f.hung) {
+    auto stalled_before = [](const Failure& a, const Failure& b) {
+      return std::make_tuple(a.step.value_or(-1), a.time, a.rank) <
+             std::make_tuple(b.step.value_or(-1), b.time, b.rank);
+    };
+    if (!hung_ || stalled_before(f, failures[*hung_])) hung_ = index;
+  } else if (!other_ || earlier(f, failures[*other_])) {
+    other_ = index;
+  }
+}
+
+std::optional<std::size_t> RootPick::root(const std::vector<Failure>& failures) const {
+  if (hung_ && (!other_ || earlier(failures[*hung_], failures[*other_]))) return hung_;
+  return other_;
+}
+
 std::optional<Failure> root_cause_of(const std::vector<Failure>& failures) {
-  const Failure* first_hung = nullptr;
-  const Failure* best = nullptr;
-  auto stalled_before = [](const Failure& a, const Failure& b) {
-    return std::make_tuple(a.step.value_or(-1), a.time, a.rank) <
-           std::make_tuple(b.step.value_or(-1), b.time, b.rank);
-  };
-  for (const Failure& f : failures) {
-    if (f.hung) {
-      if (!first_hung || stalled_before(f, *first_hung)) first_hung = &f;
-    } else if (!best || std::tie(f.time, f.rank) < std::tie(best->time, best->rank)) {
-      best = &f;
-    }
-  }
-  if (first_hung &&
-      (!best || std::tie(first_hung->time, first_hung->rank) < std::tie(best->time, best->rank))) {
-    best = first_hung;
-  }
-  if (!best) return std::nullopt;
-  return *best;
+  RootPick pick;
+  for (std::size_t i = 0; i < failures.size(); ++i) pick.add(failures, i);
+  const auto root = pick.root(failures);
+  if (!root) return std::nullopt;
+  return failures[*root];
 }
 
 std::optional<Failure> Job::earliest_failure() const {
-  visits_ += failures_.size();
-  return root_cause_of(failures_);
+  const auto root = pick_.root(failures_);
+  if (!root) return std::nullopt;
+  return failures_[*root];
+}
+
+void Job::add_failure(Failure f) {
+  const std::optional<std::size_t> root_before = pick_.root(failures_);
+  failures_.push_back(std::move(f));
+  const std::size_t i = failures_.size() - 1;
+  pick_.add(failures_, i);
+  const bool root = pick_.root(failures_) == i;
+  if (i >= kDiagnosedFailures && !root) failures_[i].diagnosis = {};
+  if (root && root_before && *root_before >= kDiagnosedFailures) {
+    failures_[*root_before].diagnosis = {};  // it kept its diagnosis only as the root cause
+  }
+}
+
+std::vector<Failure> Job::diagnosed_failures() const {
+  const std::size_t n = std::min(failures_.size(), kDiagnosedFailures);
+  std::vector<Failure> out(failures_.begin(), failures_.begin() + static_cast<std::ptrdiff_t>(n));
+  if (const auto root = pick_.root(failures_); root && *root >= n) out.push_back(failures_[*root]);
+  return out;
+}
+
+void Job::close_failures() {
+  if (!failures_.empty()) {
+    last_failures_ = diagnosed_failures();
+    last_failure_count_ = failures_.size();
+  }
+  failures_.clear();
+  pick_ = {};
 }
 
 void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures,
@@ -65,7 +106,7 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
     for (Failure& f : failures) {
       f.node_key = m.info.node_key;
       f.group_rank = m.group_rank;
-      failures_.push_back(std::move(f));
+      add_failure(std::move(f));
     }
     mark_stopped(m);
     if (state_ == State::kRunning) {
@@ -199,9 +240,11 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
   finish_reason_ = detail;
   const std::optional<Failure> first = earliest_failure();
   last_stop_ = StopView{reason, detail, first, now_};
+  std::optional<Failure> told = first;  // without its diagnosis: this goes to every node
+  if (told) told->diagnosis = {};
   for_each_participant([&](NodeId id, Member& m) {
     if (m.succeeded) mark_stopped(m);  // nothing left to stop there
-    out.push_back({id, StopWorkers{round_, reason, detail, first}});
+    out.push_back({id, StopWorkers{round_, reason, detail, told}});
   });
   maybe_finish_stop(out);
 }
@@ -255,10 +298,13 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
   exit_code_ = success ? 0 : failure_exit_code(root);
   finish_reason_ = success ? std::move(reason) : "failed: " + reason;
   if (notify) {
+    // Every node prints the root cause with its last lines; its stack head stays here.
+    std::optional<Failure> told = root;
+    if (told) told->diagnosis.stack_head.clear();
     // Participants in rank order, then everyone else (waiting, pending) by join order.
     std::vector<std::pair<std::uint64_t, NodeId>> others;
     for_each_participant([&](NodeId id, Member&) {
-      out.push_back({id, JobFinished{exit_code_, finish_reason_, root}});
+      out.push_back({id, JobFinished{exit_code_, finish_reason_, told}});
     });
     for (const auto& [id, m] : members_) {
       ++visits_;
@@ -266,14 +312,14 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
     }
     std::sort(others.begin(), others.end());
     for (const auto& [seq, id] : others) {
-      out.push_back({id, JobFinished{exit_code_, finish_reason_, root}});
+      out.push_back({id, JobFinished{exit_code_, finish_reason_, told}});
     }
   }
   members_.clear();
   rank_holders_.clear();
   expiries_.clear();
   roster_.clear();
-  failures_.clear();
+  close_failures();
   pending_count_ = participant_count_ = waiting_count_ = succeeded_count_ = stopped_count_ = 0;
 }
 

@@ -86,6 +86,8 @@ JobView Job::view() const {
   v.created_at = created_at_;
   v.round_completed_at = round_completed_at_;
   v.last_stop = last_stop_;
+  v.failed_workers = failures_.empty() ? last_failures_ : diagnosed_failures();
+  v.failed_worker_count = failures_.empty() ? last_failure_count_ : failures_.size();
   v.counters = counters_;
   if (state_ == State::kFinished) {
     v.finished_at = finished_at_;

@@ -97,6 +97,11 @@ struct JobView {
   std::string finish_reason;              // once finished
   std::optional<Failure> root_cause;      // once finished, failed
   std::optional<StopView> last_stop;
+  // The failed workers of the round now stopping, else of the last round that had any: those
+  // that kept their diagnosis (kDiagnosedFailures, diagnosis.h) in arrival order, the root cause
+  // last if it arrived later; failed_worker_count counts them all.
+  std::vector<Failure> failed_workers;
+  std::size_t failed_worker_count = 0;
   JobCounters counters;
 };
 

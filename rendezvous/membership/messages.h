@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "rendezvous/membership/config.h"
+#include "rendezvous/membership/diagnosis.h"
 
 namespace ddp::rendezvous::membership {
 
@@ -48,6 +49,7 @@ struct Failure {
   std::string message;  // "<type>: <text>" plus traceback, from the error file if any
   bool hung = false;
   std::optional<std::int64_t> step;  // hung: the last step it beat
+  Diagnosis diagnosis;               // its last lines and stack head (bounded; diagnosis.h)
   bool operator==(const Failure&) const = default;
 };
 

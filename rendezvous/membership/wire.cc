@@ -21,6 +21,10 @@ void put_failure(std::string& out, const Failure& f) {
   put_str(out, f.message);
   put<std::uint8_t>(out, !f.hung ? 0 : f.step ? 2 : 1);
   put<std::int64_t>(out, f.hung ? f.step.value_or(0) : 0);
+  for (const auto* lines : {&f.diagnosis.last_lines, &f.diagnosis.stack_head}) {
+    put<std::uint64_t>(out, lines->size());
+    for (const std::string& line : *lines) put_str(out, line);
+  }
 }
 
 bool Reader::get_bool(const char* what) {
@@ -77,7 +81,23 @@ Failure Reader::failure() {
   if (hang != 2 && step != 0) fail("failure step " + std::to_string(step) + " without a step");
   f.hung = hang != 0;
   if (hang == 2) f.step = step;
+  f.diagnosis.last_lines = lines("last lines");
+  f.diagnosis.stack_head = lines("stack head");
   return f;
+}
+
+std::vector<std::string> Reader::lines(const char* what) {
+  std::vector<std::string> out(count(what, kDiagnosisLines));
+  std::size_t bytes = 0;
+  for (std::string& line : out) {
+    line = str(what, kDiagnosisLineBytes);
+    bytes += line.size();
+  }
+  if (bytes > kDiagnosisBytes) {
+    fail(std::string(what) + " of " + std::to_string(bytes) + " bytes exceed the limit of " +
+         std::to_string(kDiagnosisBytes) + " bytes");
+  }
+  return out;
 }
 
 }  // namespace codec

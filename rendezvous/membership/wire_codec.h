@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/byte_codec.h"
 #include "rendezvous/membership/messages.h"
@@ -18,8 +19,8 @@ inline void put_str(std::string& out, std::string_view s) {
   out.append(s);
 }
 void put_failure(std::string& out, const Failure& f);
-// The smallest encoding of a failure: three empty strings and six integers.
-inline constexpr std::size_t kMinFailureBytes = 3 * 8 + 4 * 4 + 2 * 8;
+// The smallest encoding of a failure: three empty strings, six integers, two empty lists.
+inline constexpr std::size_t kMinFailureBytes = 3 * 8 + 4 * 4 + 2 * 8 + 2 * 8;
 
 // Reads fields in order. The first short read or limit violation sticks: later reads are
 // no-ops, so decoders read straight through and check once at the end.
@@ -40,6 +41,8 @@ class Reader {
   // A count of `what`, at most `limit`, checked before anything is reserved.
   std::size_t count(const char* what, std::size_t limit);
   Failure failure();
+  // A Diagnosis list, checked against its bounds (diagnosis.h).
+  std::vector<std::string> lines(const char* what);
 
   void fail(std::string message) {
     if (ok()) error_ = std::move(message);

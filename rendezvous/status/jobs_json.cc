@@ -19,6 +19,8 @@ json steady_time(const Clocks& clocks, std::optional<m::TimePoint> t) {
 json failure_json(const std::optional<m::Failure>& f) {
   if (!f) return nullptr;
   return json{
+      {"last_lines", f->diagnosis.last_lines},
+      {"stack_head", f->diagnosis.stack_head},
       {"node_key", f->node_key},
       {"group_rank", f->group_rank},
       {"local_rank", f->local_rank},
@@ -46,7 +48,8 @@ json node_json(const m::NodeView& n, const Clocks& clocks) {
   return j;
 }
 
-json job_object(const m::JobView& v, const Clocks& clocks) {
+// `one`: the job's own answer (/api/jobs/<id>), which adds its failed workers.
+json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
   json failures = json::object();
   for (std::size_t i = 0; i < m::kFailureCauseCount; ++i) {
     failures[std::string(m::cause_name(static_cast<m::FailureCause>(i)))] = v.counters.failures[i];
@@ -86,6 +89,12 @@ json job_object(const m::JobView& v, const Clocks& clocks) {
     j["exit_code"] = *v.exit_code;
     j["finish_reason"] = v.finish_reason;
   }
+  if (one) {
+    json failed = json::array();
+    for (const m::Failure& f : v.failed_workers) failed.push_back(failure_json(f));
+    j["failed_workers"] = failed;
+    j["failed_worker_count"] = v.failed_worker_count;
+  }
   return j;
 }
 
@@ -104,14 +113,14 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
 
 std::string format_jobs_json(const std::vector<m::JobView>& jobs, const Clocks& clocks) {
   json list = json::array();
-  for (const m::JobView& v : jobs) list.push_back(job_object(v, clocks));
+  for (const m::JobView& v : jobs) list.push_back(job_object(v, clocks, false));
   // Invalid UTF-8 in a run id or message is replaced rather than failing the whole answer.
   return json{{"generated_at", iso_time(clocks.wall)}, {"jobs", list}}.dump(
       -1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string format_job_json(const m::JobView& job, const Clocks& clocks) {
-  return json{{"generated_at", iso_time(clocks.wall)}, {"job", job_object(job, clocks)}}.dump(
+  return json{{"generated_at", iso_time(clocks.wall)}, {"job", job_object(job, clocks, true)}}.dump(
       -1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -22,6 +22,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .state-finished { color: #555; font-weight: 600; }
 .failure { color: #b3261e; max-width: 40em; white-space: pre-wrap; }
 details { margin: 0 0 1em 1em; }
+pre.lines { background: #f6f6f6; padding: .4em .6em; margin: .3em 0; overflow-x: auto; }
 summary { cursor: pointer; }
 #error { color: #b3261e; }
 </style>
@@ -49,6 +50,18 @@ function failureText(job) {
   if (job.last_failure) return job.last_failure.detail;
   return "";
 }
+// The failure's last lines of output and stack head (docs/diagnosis.md), if any.
+function linesOf(j) {
+  const f = j.root_cause || (j.last_failure && j.last_failure.failure);
+  if (!f || (!f.last_lines.length && !f.stack_head.length)) return "";
+  const key = "lines " + j.run_id;
+  const pre = (title, lines) => lines.length ?
+    "<div>" + title + '</div><pre class="lines">' + esc(lines.join("\n")) + "</pre>" : "";
+  return '<details data-run-id="' + esc(key) + '"' + (openState[key] === false ? "" : " open") +
+    "><summary>" + esc(j.run_id) + ": rank " + esc(f.rank) + " on " + esc(f.node_key) +
+    "</summary>" + pre("last lines of output", f.last_lines) +
+    pre("head of its stack file", f.stack_head) + "</details>";
+}
 function ranks(n) {
   if (n.first_rank === null) return "";
   return n.first_rank === n.last_rank ? String(n.first_rank) : n.first_rank + "-" + n.last_rank;
@@ -73,7 +86,7 @@ function draw(data) {
       esc(n.group_rank === null ? "" : n.group_rank) + "</td><td>" + esc(ranks(n)) +
       '</td><td class="num">' + esc(n.local_world_size) + "</td><td>" + esc(n.role) +
       "</td></tr>").join("");
-    return '<details data-run-id="' + esc(j.run_id) + '"' + (isOpen ? " open" : "") +
+    return linesOf(j) + '<details data-run-id="' + esc(j.run_id) + '"' + (isOpen ? " open" : "") +
       "><summary>" + esc(j.run_id) + ": " + j.nodes.length + " node(s)</summary>" +
       "<table><thead><tr><th>node</th><th>address</th><th>group rank</th><th>ranks</th>" +
       "<th>workers</th><th>role</th></tr></thead><tbody>" + nodeRows + "</tbody></table></details>";

@@ -84,6 +84,28 @@ TEST_CASE("status table of every job, and of one job with its nodes", "[status]"
   CHECK_THAT(*table, Catch::Contains("h0:1  10.0.0.1  0           0-1    2        participant"));
   CHECK_THAT(*table, Catch::Contains("h1:1  10.0.0.2  1           2      1        participant"));
 
+  CHECK(table->find("failed workers") == std::string::npos);  // none in that answer
+
+  const std::string failed = R"({"generated_at":"x","job":
+    {"run_id":"job-c","state":"finished","round":1,"restart_count":0,"max_restarts":0,
+     "node_count":0,"world_size":0,"exit_code":3,"root_cause":null,"last_failure":null,
+     "nodes":[],"failed_worker_count":4,"failed_workers":[
+       {"rank":2,"local_rank":0,"node_key":"host-b:7","exit":"exit code 3","time":"T",
+        "last_lines":["step 7","ValueError: bad"],"stack_head":[]},
+       {"rank":3,"local_rank":1,"node_key":"host-b:7","exit":"exit code 124","time":"T",
+        "last_lines":[],"stack_head":["Current thread"]}]}})";
+  table = format_status_table(failed);
+  REQUIRE(table);
+  CHECK_THAT(*table, Catch::EndsWith("no nodes\n\n"
+                                     "failed workers of the last failed round (2 shown of 4):\n"
+                                     "rank 2 (local rank 0) on host-b:7: exit code 3 at T\n"
+                                     "  last lines of output:\n"
+                                     "    step 7\n"
+                                     "    ValueError: bad\n"
+                                     "rank 3 (local rank 1) on host-b:7: exit code 124 at T\n"
+                                     "  head of its stack file:\n"
+                                     "    Current thread\n"));
+
   CHECK(!format_status_table("not json"));
   CHECK(!format_status_table("[]"));
   CHECK(format_status_table(R"({"jobs":[]})").value() == "no jobs\n");

@@ -33,6 +33,28 @@ TEST_CASE("failure wire: local failures become the daemon's failures", "[failure
   CHECK(wire[1].exit_code == -SIGKILL);
   CHECK(wire[1].error_file.empty());  // no error file written
   CHECK(wire[1].time.time_since_epoch() == std::chrono::seconds(1800000000));
+  CHECK(wire[0].diagnosis.empty());  // no stack file; last lines are the caller's
+  std::filesystem::remove_all(setup.log_dir);
+}
+
+TEST_CASE("failure wire: a stack file's head travels with the failure", "[failure_wire]") {
+  RunSetup setup;
+  setup.log_dir = std::filesystem::temp_directory_path() / "ddp_failure_wire_stack_test";
+  const auto dir = setup.attempt_dir(0) / "1";
+  std::filesystem::create_directories(dir);
+  std::ofstream stack(dir / "stack.txt");
+  for (int i = 0; i < 50; ++i) stack << "frame " << i << "\n";
+  stack.close();
+  Outcome outcome;
+  outcome.kind = Outcome::Kind::kFailed;
+  outcome.failures.push_back({0, 1, 111, proc::ExitStatus::exited(124), {}, std::nullopt});
+  outcome.failures.push_back({0, 0, 110, proc::ExitStatus::exited(1), {}, std::nullopt});
+  auto wire = to_wire_failures(outcome, setup, 0);
+  REQUIRE(wire.size() == 2);
+  REQUIRE(wire[0].diagnosis.stack_head.size() == rendezvous::membership::kDiagnosisLines);
+  CHECK(wire[0].diagnosis.stack_head.front() == "frame 0");
+  CHECK(wire[0].diagnosis.stack_head.back() == "frame 39");
+  CHECK(wire[1].diagnosis.stack_head.empty());
   std::filesystem::remove_all(setup.log_dir);
 }
 

@@ -79,6 +79,37 @@ TEST_CASE("router prefixes whole console lines and writes raw files", "[output]"
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("router keeps each worker's last lines, whatever the routing", "[output]") {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ddp_output_tail_" + std::to_string(::getpid()));
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  AgentConfig c = config_with(2);
+  c.redirects.per_rank[1] = Streams::kBoth;  // rank 1 goes to files only
+  OutputRouter router(c, false, out[1], out[1]);
+  REQUIRE(router.begin_attempt(dir / "attempt_0"));
+  for (int i = 0; i < 50; ++i) {
+    router.write(0, proc::StreamId::kStdout, "out " + std::to_string(i) + "\n");
+  }
+  router.write(0, proc::StreamId::kStderr, "Traceback\nValueError: bad");  // no final newline
+  router.write(1, proc::StreamId::kStderr, "hidden\n");
+  router.end_attempt();
+  auto lines = router.last_lines(0);
+  REQUIRE(lines.size() == rendezvous::membership::kDiagnosisLines);
+  CHECK(lines[0] == "out 12");
+  CHECK(lines[37] == "out 49");
+  CHECK(lines[38] == "Traceback");
+  CHECK(lines[39] == "ValueError: bad");
+  CHECK(router.last_lines(1) == std::vector<std::string>{"hidden"});
+  CHECK(router.last_lines(2).empty());
+  REQUIRE(router.begin_attempt(dir / "attempt_1"));  // a new attempt starts empty
+  CHECK(router.last_lines(0).empty());
+  router.end_attempt();
+  ::close(out[1]);
+  ::close(out[0]);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("prefix templates expand torchrun's macros once per worker", "[output]") {
   CHECK(output_prefix("", "trainer", 2, 7, "h1") == "[trainer2]:");
   CHECK(output_prefix("[${role_name}${local_rank}|${rank}@${hostname}] ", "t", 2, 7, "h1") ==

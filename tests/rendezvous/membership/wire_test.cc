@@ -21,6 +21,8 @@ Failure sample_failure() {
   f.time = WallTime(1'700'000'000'123'456us);
   f.error_file = "/tmp/err.json";
   f.message = std::string("RuntimeError: boom\0binary", 25);
+  f.diagnosis.last_lines = {"step 3 loss 0.25", "", std::string("bytes \xff\0 as they came", 22)};
+  f.diagnosis.stack_head = {"Current thread 0x1 (most recent call first):"};
   return f;
 }
 
@@ -144,6 +146,27 @@ TEST_CASE("oversized lengths are errors before any allocation", "[wire]") {
 TEST_CASE("a report declaring many failures but holding few is incomplete, not a crash", "[wire]") {
   const Decoded<Request> d = decode_request(frame('\x82', {1, 4096}));
   CHECK(d.state == DecodeState::kIncomplete);
+}
+
+TEST_CASE("a failure's last lines and stack head beyond their bounds are errors", "[wire]") {
+  auto decoded = [](std::vector<std::string> last, std::vector<std::string> head) {
+    Failure f = sample_failure();
+    f.diagnosis = {std::move(last), std::move(head)};
+    return decode_request(encode_request(ReportFailure{1, {f}}));
+  };
+  const std::string full(kDiagnosisLineBytes, 'x');
+  const std::vector<std::string> most(kDiagnosisBytes / kDiagnosisLineBytes, full);
+  CHECK(decoded(most, most).state == DecodeState::kComplete);
+  CHECK(decoded(std::vector<std::string>(kDiagnosisLines, "x"), {}).state ==
+        DecodeState::kComplete);
+  CHECK_THAT(decoded(std::vector<std::string>(kDiagnosisLines + 1, "x"), {}).error,
+             Catch::Contains("41 last lines exceed the limit of 40"));
+  CHECK_THAT(decoded({}, {full + "y"}).error,
+             Catch::Contains("stack head of 241 bytes exceeds the limit of 240 bytes"));
+  std::vector<std::string> over = most;
+  over.push_back(full);
+  CHECK_THAT(decoded(over, {}).error,
+             Catch::Contains("last lines of 4320 bytes exceed the limit of 4096 bytes"));
 }
 
 TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]") {

@@ -33,6 +33,8 @@ inline m::Failure sample_failure() {
   f.time = m::WallTime{} + std::chrono::seconds(1767323000);
   f.error_file = "/tmp/e.json";
   f.message = "RuntimeError: boom\nTraceback";
+  f.diagnosis.last_lines = {"step 7", "RuntimeError: boom"};
+  f.diagnosis.stack_head = {"Current thread"};
   return f;
 }
 
@@ -79,6 +81,9 @@ inline m::JobView finished_job() {
   v.exit_code = 3;
   v.finish_reason = "failed: worker rank 2 failed";
   v.root_cause = sample_failure();
+  v.failed_workers = {sample_failure(), sample_failure()};
+  v.failed_workers[1].rank = 3;
+  v.failed_worker_count = 5;
   return v;
 }
 

@@ -151,6 +151,9 @@ TEST_CASE("jobs JSON field by field", "[status]") {
   CHECK(f["pid"] == 4242);
   CHECK(f["time"] == "2026-01-02T03:03:20.000Z");
   CHECK(f["message"] == "RuntimeError: boom\nTraceback");
+  CHECK(f["last_lines"] == json::array({"step 7", "RuntimeError: boom"}));
+  CHECK(f["stack_head"] == json::array({"Current thread"}));
+  CHECK_FALSE(a.contains("failed_workers"));  // only in the job's own answer
   REQUIRE(a["nodes"].size() == 2);
   const json& n1 = a["nodes"][1];
   CHECK(n1["node_key"] == "host-b:7");
@@ -170,6 +173,24 @@ TEST_CASE("jobs JSON field by field", "[status]") {
   CHECK(b["finished_at"] == "2026-01-02T03:02:25.678Z");
   CHECK(b["last_failure"].is_null());
   CHECK(b["nodes"].empty());
+}
+
+TEST_CASE("one job's JSON adds its failed workers with their last lines", "[status]") {
+  FakeStatusSource source;
+  const json doc = json::parse(format_job_json(finished_job(), source.clocks()));
+  const json& b = doc["job"];
+  CHECK(b["failed_worker_count"] == 5);
+  REQUIRE(b["failed_workers"].size() == 2);
+  CHECK(b["failed_workers"][1]["rank"] == 3);
+  CHECK(b["failed_workers"][0]["last_lines"] == json::array({"step 7", "RuntimeError: boom"}));
+  CHECK(b["failed_workers"][0]["stack_head"] == json::array({"Current thread"}));
+  CHECK(b["root_cause"]["last_lines"].size() == 2);
+  m::JobView bad = finished_job();  // worker output is bytes: invalid UTF-8 is replaced
+  bad.failed_workers[0].diagnosis.last_lines = {"\xff\xfe ok"};
+  const json replaced = json::parse(format_job_json(bad, source.clocks()));
+  CHECK(replaced["job"]["failed_workers"][0]["last_lines"][0] == "\xEF\xBF\xBD\xEF\xBF\xBD ok");
+  CHECK(json::parse(format_job_json(running_job(), source.clocks()))["job"]["failed_workers"]
+            .empty());
 }
 
 TEST_CASE("router serves the four routes and refuses the rest", "[status]") {

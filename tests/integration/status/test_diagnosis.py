@@ -1,0 +1,125 @@
+"""One place to read a failure (docs/diagnosis.md), with real processes.
+
+    test_diagnosis.py DDPRUN [TestClass]
+
+A 2-node c10d job on loopback whose first agent hosts the rendezvous with --status-port; a
+worker of the other node prints 61 lines and exits 7. The hosting node's status port
+(/api/jobs/<id> and `ddprun status HOST:PORT RUN_ID`) shows that rank's last 40 lines;
+without restarts, every node's final root-cause report ends with them.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
+import statuslib  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
+
+DDPRUN = None
+WORKER = os.path.join(HERE, "diag_worker.sh")
+
+
+def expected_lines(rank):
+    """The failing worker's last 40 lines: 21 of its 60 numbered ones dropped."""
+    return (["diag line %d of rank %d" % (i, rank) for i in range(22, 61)] +
+            ["ValueError: the last words of rank %d" % rank])
+
+
+class DiagnosisCase(unittest.TestCase):
+    def setUp(self):
+        self.tmpdir = tempfile.TemporaryDirectory()
+        self.tmp = self.tmpdir.name
+        self.marks = os.path.join(self.tmp, "marks")
+        os.makedirs(self.marks)
+        self.agents = []
+
+    def tearDown(self):
+        for a in self.agents:
+            a.kill()
+        self.tmpdir.cleanup()
+
+    def start(self, max_restarts):
+        """Two agents; the first hosts the rendezvous and its status port, the second's local
+        rank 1 fails."""
+        rdzv_port, self.status_port = free_port(), free_port()
+        conf = statuslib.FAST_CONF.replace(",is_host=false", "")
+        for i, addr in enumerate(["127.0.0.2", "127.0.0.3"]):
+            args = [DDPRUN, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                    "--rdzv-endpoint", "127.0.0.1:%d" % rdzv_port, "--rdzv-id", "diag",
+                    "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5",
+                    "--max-restarts", str(max_restarts)]
+            if i == 0:
+                args += ["--status-port", str(self.status_port)]
+            env = dict(os.environ, MARK_DIR=self.marks, FAIL_HERE=str(i))
+            self.agents.append(OutputProcess(self.tmp, "agent%d" % i, args + ["--no-python",
+                                                                              WORKER], env,
+                                             timeout=60))
+            if i == 0:
+                wait_for(lambda: "hosting the rendezvous" in self.agents[0].stderr(), 20,
+                         "the first agent to host the rendezvous")
+
+    def job(self):
+        status, _, body = statuslib.get(self.status_port, "/api/jobs/diag")
+        self.assertEqual(status, 200, body)
+        return json.loads(body)["job"]
+
+
+class StatusTest(DiagnosisCase):
+    def test_the_hosting_node_shows_the_failed_rank_s_last_lines(self):
+        self.start(max_restarts=1)
+        # The restart round runs once the failure was handled.
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.endswith(".1")]) == 4, 30,
+                 "4 workers of attempt 1")
+        j = self.job()
+        self.assertEqual((j["state"], j["restart_count"]), ("running", 1), j)
+        # The failed worker, and its node's other worker that its agent stopped (143).
+        self.assertEqual(j["failed_worker_count"], 2, j)
+        by_local = {f["local_rank"]: f for f in j["failed_workers"]}
+        self.assertEqual((by_local[1]["exit_code"], by_local[0]["exit_code"]), (7, 143), j)
+        rank = by_local[1]["rank"]
+        self.assertEqual(by_local[1]["last_lines"], expected_lines(rank))
+        self.assertEqual(by_local[1]["stack_head"], [])
+        self.assertEqual(by_local[0]["last_lines"], [])  # it printed nothing
+        self.assertEqual(j["last_failure"]["failure"]["last_lines"], expected_lines(rank))
+        # /api/jobs carries the failure's lines too (the page draws them from there).
+        status, _, body = statuslib.get(self.status_port, "/api/jobs")
+        self.assertEqual(status, 200, body)
+        listed = json.loads(body)["jobs"][0]
+        self.assertEqual(listed["last_failure"]["failure"]["last_lines"], expected_lines(rank))
+        self.assertNotIn("failed_workers", listed)
+
+        r = subprocess.run([DDPRUN, "status", "127.0.0.1:%d" % self.status_port, "diag"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("failed workers of the last failed round (2 shown of 2):\n", r.stdout)
+        self.assertIn("rank %d (local rank 1) on 127.0.0.3:" % rank, r.stdout)
+        self.assertIn("  last lines of output:\n" +
+                      "".join("    %s\n" % line for line in expected_lines(rank)), r.stdout)
+        open(os.path.join(self.marks, "release"), "w").close()
+        for agent in self.agents:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+
+
+class ReportTest(DiagnosisCase):
+    def test_every_node_s_report_ends_with_the_root_cause_s_lines(self):
+        self.start(max_restarts=0)
+        for agent in self.agents:
+            self.assertEqual(agent.wait(), 7, agent.stderr())
+        host = self.agents[0].stderr()  # the node where nothing failed
+        self.assertIn("Root Cause (first observed failure):", host)
+        tail = host[host.index("last lines of rank "):]
+        rank = int(tail[len("last lines of rank "):tail.index(":")])
+        self.assertEqual(tail.splitlines()[1:41], ["  " + line for line in expected_lines(rank)])
+        self.assertNotIn("diag line", self.agents[0].stdout())  # its own workers printed none
+        self.assertIn("last lines of rank %d:\n  diag line 22 of rank" % rank,
+                      self.agents[1].stderr())
+
+
+if __name__ == "__main__":
+    DDPRUN = sys.argv[1]
+    import testmain  # noqa: E402
+    testmain.main([sys.argv[0]] + sys.argv[2:])
