@@ -295,7 +295,15 @@ class ChromiumTest(Case):
         r = self.run_chromium(binary, url, "--screenshot=" + shot, "--window-size=1280,900")
         self.assertTrue(os.path.getsize(shot) > 1000 if os.path.exists(shot) else False,
                         r.stderr[-2000:])
+        # Rank 2 prints its ENV line and exits 3: the page shows that line (docs/diagnosis.md).
         self.job.release(0)
+        self.job.wait_started(1)
+        r = self.run_chromium(binary, url, "--dump-dom")
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        dom = r.stdout.split("<script")[0]
+        self.assertIn("<summary>status-page: rank 2 on ", dom)
+        self.assertRegex(dom, r'<div>last lines of output</div><pre class="lines">ENV RANK=2 '
+                              r'LOCAL_RANK=0 GROUP_RANK=1 WORLD_SIZE=4 RC=0</pre>')
         self.job.release(1)
         for agent in self.job.agents:
             self.assertEqual(agent.wait(), 0, agent.stderr())
