@@ -131,6 +131,20 @@ TEST_CASE("without restarts the first failure ends the job with its exit code", 
   CHECK(drained);
 }
 
+TEST_CASE("a single node's root cause keeps its last lines as a daemon's does", "[local]") {
+  Harness h(0);
+  h.settle();
+  membership::Failure f = failure(1, 7, 10);
+  f.diagnosis.last_lines = {"step 3", "ValueError: bad"};
+  f.diagnosis.stack_head = {"Current thread"};
+  h.backend->report_failure(1, {f});
+  h.settle();
+  REQUIRE(h.events.finished.size() == 1);
+  REQUIRE(h.events.finished[0].root_cause);
+  CHECK(h.events.finished[0].root_cause->diagnosis.last_lines == f.diagnosis.last_lines);
+  CHECK(h.events.finished[0].root_cause->diagnosis.stack_head.empty());  // as on the wire
+}
+
 TEST_CASE("a node that leaves hears nothing more", "[local]") {
   Harness h(3);
   h.settle();
