@@ -5,7 +5,8 @@
 A 2-node c10d job on loopback whose first agent hosts the rendezvous with --status-port; a
 worker of the other node prints 61 lines and exits 7. The hosting node's status port
 (/api/jobs/<id> and `ddprun status HOST:PORT RUN_ID`) shows that rank's last 40 lines;
-without restarts, every node's final root-cause report ends with them.
+without restarts, every node's final root-cause report ends with them. A Python worker that
+stalls (--hang-timeout) arrives there with the head of its stack file.
 """
 import json
 import os
@@ -21,6 +22,7 @@ from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "diag_worker.sh")
+HANG_WORKER = os.path.join(HERE, "diag_hang_worker.py")
 
 
 def expected_lines(rank):
@@ -42,7 +44,7 @@ class DiagnosisCase(unittest.TestCase):
             a.kill()
         self.tmpdir.cleanup()
 
-    def start(self, max_restarts):
+    def start(self, max_restarts, worker=WORKER, extra=()):
         """Two agents; the first hosts the rendezvous and its status port, the second's local
         rank 1 fails."""
         rdzv_port, self.status_port = free_port(), free_port()
@@ -51,16 +53,20 @@ class DiagnosisCase(unittest.TestCase):
             args = [DDPRUN, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
                     "--rdzv-endpoint", "127.0.0.1:%d" % rdzv_port, "--rdzv-id", "diag",
                     "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5",
-                    "--max-restarts", str(max_restarts)]
+                    "--max-restarts", str(max_restarts)] + list(extra)
             if i == 0:
                 args += ["--status-port", str(self.status_port)]
             env = dict(os.environ, MARK_DIR=self.marks, FAIL_HERE=str(i))
-            self.agents.append(OutputProcess(self.tmp, "agent%d" % i, args + ["--no-python",
-                                                                              WORKER], env,
+            worker_args = [worker] if worker.endswith(".py") else ["--no-python", worker]
+            self.agents.append(OutputProcess(self.tmp, "agent%d" % i, args + worker_args, env,
                                              timeout=60))
             if i == 0:
                 wait_for(lambda: "hosting the rendezvous" in self.agents[0].stderr(), 20,
                          "the first agent to host the rendezvous")
+
+    def wait_attempt_1(self):
+        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.endswith(".1")]) == 4, 30,
+                 "4 workers of attempt 1")
 
     def job(self):
         status, _, body = statuslib.get(self.status_port, "/api/jobs/diag")
@@ -71,9 +77,7 @@ class DiagnosisCase(unittest.TestCase):
 class StatusTest(DiagnosisCase):
     def test_the_hosting_node_shows_the_failed_rank_s_last_lines(self):
         self.start(max_restarts=1)
-        # The restart round runs once the failure was handled.
-        wait_for(lambda: len([n for n in os.listdir(self.marks) if n.endswith(".1")]) == 4, 30,
-                 "4 workers of attempt 1")
+        self.wait_attempt_1()  # the restart round runs once the failure was handled
         j = self.job()
         self.assertEqual((j["state"], j["restart_count"]), ("running", 1), j)
         # The failed worker, and its node's other worker that its agent stopped (143).
@@ -99,6 +103,27 @@ class StatusTest(DiagnosisCase):
         self.assertIn("rank %d (local rank 1) on 127.0.0.3:" % rank, r.stdout)
         self.assertIn("  last lines of output:\n" +
                       "".join("    %s\n" % line for line in expected_lines(rank)), r.stdout)
+        open(os.path.join(self.marks, "release"), "w").close()
+        for agent in self.agents:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+
+
+class HangTest(DiagnosisCase):
+    def test_a_hung_rank_s_stack_head_reaches_the_hosting_node(self):
+        self.start(max_restarts=1, worker=HANG_WORKER, extra=["--hang-timeout", "1s"])
+        self.wait_attempt_1()
+        j = self.job()
+        hung = [f for f in j["failed_workers"] if f["exit_code"] == 124]
+        self.assertEqual(len(hung), 1, j)
+        f = hung[0]
+        self.assertEqual(f["local_rank"], 1, f)
+        self.assertEqual(f["last_lines"], ["rank %d stalls now" % f["rank"]])
+        # faulthandler's dump as the agent wrote it to stack.txt, with source lines added.
+        head = "\n".join(f["stack_head"])
+        self.assertIn('line 17 in stall_here', head)
+        self.assertIn("time.sleep(3600)", head)
+        self.assertLessEqual(len(f["stack_head"]), 40)
+        self.assertEqual(j["last_failure"]["failure"]["rank"], f["rank"], j)
         open(os.path.join(self.marks, "release"), "w").close()
         for agent in self.agents:
             self.assertEqual(agent.wait(), 0, agent.stderr())
