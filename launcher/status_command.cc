@@ -22,7 +22,8 @@ constexpr int kUnknownJob = 3;
 constexpr const char* kUsageText =
     "usage: ddprun status HOST[:PORT] [RUN_ID] [--json]\n"
     "  Shows the jobs of the rendezvous daemon whose status port (--status-port) is HOST:PORT\n"
-    "  (default port 29401): a table of jobs, or RUN_ID's job and its nodes.\n"
+    "  (default port 29401): a table of jobs, or RUN_ID's job, its nodes and the last lines\n"
+    "  of its failed workers.\n"
     "  --json  print the status port's JSON as it is (/api/jobs or /api/jobs/RUN_ID)\n"
     "exit codes: 0 ok, 1 status port unreachable, 2 bad arguments, 3 unknown RUN_ID\n";
 
