@@ -18,6 +18,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 import statuslib  # noqa: E402
+import netns  # noqa: E402
 from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 DDPRUN = None
@@ -38,6 +39,7 @@ class DiagnosisCase(unittest.TestCase):
         self.marks = os.path.join(self.tmp, "marks")
         os.makedirs(self.marks)
         self.agents = []
+        self.hosts = None  # netns.TwoHosts, else loopback addresses
 
     def tearDown(self):
         for a in self.agents:
@@ -49,9 +51,13 @@ class DiagnosisCase(unittest.TestCase):
         rank 1 fails."""
         rdzv_port, self.status_port = free_port(), free_port()
         conf = statuslib.FAST_CONF.replace(",is_host=false", "")
-        for i, addr in enumerate(["127.0.0.2", "127.0.0.3"]):
-            args = [DDPRUN, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
-                    "--rdzv-endpoint", "127.0.0.1:%d" % rdzv_port, "--rdzv-id", "diag",
+        addrs = self.hosts.addrs if self.hosts else ["127.0.0.2", "127.0.0.3"]
+        self.status_addr = addrs[0] if self.hosts else "127.0.0.1"
+        self.agent_addrs = addrs
+        for i, addr in enumerate(addrs):
+            args = self.prefix(i) + [
+                    DDPRUN, "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                    "--rdzv-endpoint", "%s:%d" % (self.status_addr, rdzv_port), "--rdzv-id", "diag",
                     "--rdzv-conf", conf, "--local-addr", addr, "--shutdown-timeout", "5",
                     "--max-restarts", str(max_restarts)] + list(extra)
             if i == 0:
@@ -68,14 +74,26 @@ class DiagnosisCase(unittest.TestCase):
         wait_for(lambda: len([n for n in os.listdir(self.marks) if n.endswith(".1")]) == 4, 30,
                  "4 workers of attempt 1")
 
+    def prefix(self, i):
+        return self.hosts.exec_prefix(i) if self.hosts else []
+
+    def status(self, *args):
+        """`ddprun status` of the hosting node's status port, run on the other node."""
+        r = subprocess.run(self.prefix(1) + [DDPRUN, "status", "%s:%d" % (
+            self.status_addr, self.status_port)] + list(args), capture_output=True, text=True,
+            timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
     def job(self):
+        """/api/jobs/diag of the hosting node."""
+        if self.hosts:  # `--json` prints it as served
+            return json.loads(self.status("diag", "--json"))["job"]
         status, _, body = statuslib.get(self.status_port, "/api/jobs/diag")
         self.assertEqual(status, 200, body)
         return json.loads(body)["job"]
 
-
-class StatusTest(DiagnosisCase):
-    def test_the_hosting_node_shows_the_failed_rank_s_last_lines(self):
+    def check_the_failed_rank_s_last_lines(self):
         self.start(max_restarts=1)
         self.wait_attempt_1()  # the restart round runs once the failure was handled
         j = self.job()
@@ -90,22 +108,33 @@ class StatusTest(DiagnosisCase):
         self.assertEqual(by_local[0]["last_lines"], [])  # it printed nothing
         self.assertEqual(j["last_failure"]["failure"]["last_lines"], expected_lines(rank))
         # /api/jobs carries the failure's lines too (the page draws them from there).
-        status, _, body = statuslib.get(self.status_port, "/api/jobs")
-        self.assertEqual(status, 200, body)
-        listed = json.loads(body)["jobs"][0]
+        listed = json.loads(self.status("--json"))["jobs"][0]
         self.assertEqual(listed["last_failure"]["failure"]["last_lines"], expected_lines(rank))
         self.assertNotIn("failed_workers", listed)
 
-        r = subprocess.run([DDPRUN, "status", "127.0.0.1:%d" % self.status_port, "diag"],
-                           capture_output=True, text=True, timeout=30)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("failed workers of the last failed round (2 shown of 2):\n", r.stdout)
-        self.assertIn("rank %d (local rank 1) on 127.0.0.3:" % rank, r.stdout)
+        out = self.status("diag")
+        self.assertIn("failed workers of the last failed round (2 shown of 2):\n", out)
+        self.assertTrue(by_local[1]["node_key"].startswith(self.agent_addrs[1] + ":"), j)
+        self.assertIn("rank %d (local rank 1) on %s: exit code 7" % (
+            rank, by_local[1]["node_key"]), out)
         self.assertIn("  last lines of output:\n" +
-                      "".join("    %s\n" % line for line in expected_lines(rank)), r.stdout)
+                      "".join("    %s\n" % line for line in expected_lines(rank)), out)
         open(os.path.join(self.marks, "release"), "w").close()
         for agent in self.agents:
             self.assertEqual(agent.wait(), 0, agent.stderr())
+
+
+class StatusTest(DiagnosisCase):
+    def test_the_hosting_node_shows_the_failed_rank_s_last_lines(self):
+        self.check_the_failed_rank_s_last_lines()
+
+
+class NetnsStatusTest(DiagnosisCase):
+    """The same with each node in its own network namespace (skipped without root)."""
+
+    def test_the_hosting_node_shows_the_failed_rank_s_last_lines(self):
+        self.hosts = netns.two_hosts_for(self, "dg", ["10.233.7.2", "10.233.7.3"])
+        self.check_the_failed_rank_s_last_lines()
 
 
 class HangTest(DiagnosisCase):
