@@ -47,6 +47,8 @@ std::string_view role_name(NodeView::Role role) {
       return "participant";
     case NodeView::Role::kWaiting:
       return "waiting";
+    case NodeView::Role::kSpare:
+      return "spare";
   }
   return "unknown";
 }
@@ -95,11 +97,13 @@ JobView Job::view() const {
     v.finish_reason = finish_reason_;
     v.root_cause = root_cause_;
   }
-  auto to_view = [](const Member& m) {
+  const auto waiting = participant_count_ >= config_.max_nodes ? NodeView::Role::kSpare
+                                                                : NodeView::Role::kWaiting;
+  auto to_view = [waiting](const Member& m) {
     NodeView n;
     n.info = m.info;
     n.role = m.role == Role::kParticipant ? NodeView::Role::kParticipant
-             : m.role == Role::kWaiting   ? NodeView::Role::kWaiting
+             : m.role == Role::kWaiting   ? waiting
                                           : NodeView::Role::kPending;
     n.succeeded = m.succeeded;
     n.joined_at = m.joined_at;

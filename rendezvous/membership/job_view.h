@@ -71,7 +71,9 @@ struct StopView {
 };
 
 struct NodeView {
-  enum class Role : std::uint8_t { kPending, kParticipant, kWaiting };
+  // kSpare: waiting while the job runs max_nodes participants; it takes a lost node's group
+  // rank at the next round (ranks.h). kWaiting: waiting for a round that will admit it.
+  enum class Role : std::uint8_t { kPending, kParticipant, kWaiting, kSpare };
   NodeInfo info;
   Role role = Role::kPending;
   std::optional<std::uint32_t> group_rank;   // participants
@@ -106,7 +108,7 @@ struct JobView {
 };
 
 std::string_view state_name(JobState state);           // "pending", "running", ...
-std::string_view role_name(NodeView::Role role);       // "pending", "participant", "waiting"
+std::string_view role_name(NodeView::Role role);       // "pending", "participant", "spare", ...
 std::string_view stop_reason_name(StopReason reason);  // "worker_failed", "node_lost", ...
 
 }  // namespace ddp::rendezvous::membership

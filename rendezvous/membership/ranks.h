@@ -4,12 +4,16 @@
 // it; the job (job.h) admits only distinct pinned ranks below max_nodes and completes such a
 // round only with all of them, so every node's group rank is its pinned rank.
 //
-// Otherwise: nodes that took part in the previous completed round ("survivors") first, in their
-// previous group-rank order; then every other node in join order (the job's JOIN sequence
-// number). So a surviving group-rank-0 node keeps rank 0 and the worker store does not move,
-// and the result depends only on the order of inputs, never on hashing, addresses or time.
-// At most max_nodes are admitted; the rest stay waiting. Global ranks follow group-rank
-// order then local rank: rank_offset[i] = sum of local_world_size of nodes ranked before i.
+// Otherwise: nodes that took part in the previous completed round ("survivors") are admitted
+// first, in their previous group-rank order; then every other node in join order (the job's
+// JOIN sequence number); at most max_nodes, the rest stay waiting (spares, docs/spares.md).
+// A survivor keeps its group rank when it is below the admitted count; the free ranks go in
+// ascending order to newcomers in join order, then to the survivors whose rank is beyond the
+// count. So survivors keep their ranks when a spare replaces a lost node, a surviving
+// group-rank-0 node keeps rank 0 and the worker store does not move, and the result depends
+// only on the order of inputs, never on hashing, addresses or time. Global ranks follow
+// group-rank order then local rank: rank_offset[i] = sum of local_world_size of nodes ranked
+// before i (so they stay too when the spare has the lost node's local world size).
 #pragma once
 
 #include <cstdint>

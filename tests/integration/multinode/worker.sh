@@ -5,6 +5,8 @@
 #               TORCHELASTIC_RESTART_COUNT is 0; every other worker waits for SIGTERM
 #   wait_big    while WORLD_SIZE is above $SMALL: wait for SIGTERM; else exit 0
 #   wait_small  while WORLD_SIZE is at most $SMALL: wait for SIGTERM; else exit 0
+#   until_second wait for SIGTERM unless $MARK_DIR/second exists (the test makes it before a
+#               change that re-forms the job); then exit 0
 #   all_started wait until $ALL workers (of every job sharing MARK_DIR) have started, then
 #               exit 0; exit 4 when that takes over 20 s
 # MARK_TAG (optional) prefixes the GROUP_RANK in mark names, for jobs sharing MARK_DIR.
@@ -35,6 +37,9 @@ case "$MODE" in
     exit 0 ;;
   wait_small)
     if [ "$WORLD_SIZE" -le "$SMALL" ]; then wait_term; fi
+    exit 0 ;;
+  until_second)
+    if [ ! -e "$MARK_DIR/second" ]; then wait_term; fi
     exit 0 ;;
   all_started)
     for _ in $(seq 1000); do

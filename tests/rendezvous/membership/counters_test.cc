@@ -110,10 +110,11 @@ TEST_CASE("job view lists waiting nodes after the participants", "[counters]") {
   h.config.max_nodes = 2;
   h.join(1);
   h.join(2);
-  h.join(3);  // waits: the job is at MAX
+  h.join(3);  // waits: the job is at MAX, a spare
   const JobView v = h.job().view();
   REQUIRE(v.nodes.size() == 3);
-  CHECK(v.nodes[2].role == NodeView::Role::kWaiting);
+  CHECK(v.nodes[2].role == NodeView::Role::kSpare);
+  CHECK(role_name(v.nodes[2].role) == "spare");
   CHECK(!v.nodes[2].group_rank);
   CHECK(state_name(v.state) == "running");
   CHECK(role_name(v.nodes[0].role) == "participant");

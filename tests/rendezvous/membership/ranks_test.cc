@@ -1,5 +1,5 @@
-// The rank rule as a pure function: survivors first by previous rank, then join order;
-// offsets from real local world sizes; at most max_nodes admitted.
+// The rank rule as a pure function: survivors admitted first and keeping their ranks, free
+// ranks to newcomers in join order; offsets from real local world sizes; at most max_nodes.
 #include "rendezvous/membership/ranks.h"
 
 #include <algorithm>
@@ -20,10 +20,29 @@ TEST_CASE("newcomers are ranked in join order whatever the input order", "[ranks
   }
 }
 
-TEST_CASE("survivors keep their order ahead of newcomers", "[ranks]") {
-  // Node 5 joined first but is new; 7 was rank 2 and 9 rank 0 in the previous round.
+TEST_CASE("survivors keep their ranks and a newcomer takes the free one", "[ranks]") {
+  // Node 5 joined first but is new (a spare); 7 was rank 2 and 9 rank 0 in the previous round,
+  // whose rank 1 was lost.
   std::vector<RankCandidate> c = {{5, {}, 0, 1}, {7, 2u, 4, 1}, {9, 0u, 6, 1}};
-  CHECK(plan_ranks(c, 8).admitted == std::vector<NodeId>{9, 7, 5});
+  CHECK(plan_ranks(c, 8).admitted == std::vector<NodeId>{9, 5, 7});
+}
+
+TEST_CASE("without a newcomer, survivors beyond the count move down into free ranks", "[ranks]") {
+  // Ranks 0..4 ran; 1 and 3 were lost: 0 and 2 stay, 4 takes rank 1.
+  std::vector<RankCandidate> c = {{10, 0u, 0, 1}, {12, 2u, 2, 1}, {14, 4u, 4, 1}};
+  CHECK(plan_ranks(c, 8).admitted == std::vector<NodeId>{10, 14, 12});
+  // With one spare (joined last): 0, 2 and 4 stay; the spare takes 1, the lowest free rank;
+  // 3 stays free in a job of 4 nodes, so 4 moves to 3.
+  c.push_back({20, {}, 9, 1});
+  CHECK(plan_ranks(c, 8).admitted == std::vector<NodeId>{10, 20, 12, 14});
+  // Two spares: every survivor keeps its rank.
+  c.push_back({21, {}, 10, 1});
+  CHECK(plan_ranks(c, 8).admitted == std::vector<NodeId>{10, 20, 12, 21, 14});
+  // At max_nodes 5 a third spare stays a spare.
+  c.push_back({22, {}, 11, 1});
+  const RankPlan p = plan_ranks(c, 5);
+  CHECK(p.admitted == std::vector<NodeId>{10, 20, 12, 21, 14});
+  CHECK(p.left_out == std::vector<NodeId>{22});
 }
 
 TEST_CASE("global rank offsets come from real local world sizes", "[ranks]") {

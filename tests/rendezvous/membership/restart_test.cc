@@ -44,6 +44,25 @@ TEST_CASE("a node arriving when the job is at MAX waits without a restart", "[re
   CHECK(h.job().state() == Job::State::kRunning);
 }
 
+TEST_CASE("a spare takes a lost node's group rank and the survivors keep theirs", "[restart]") {
+  Harness h;
+  h.config.max_nodes = 3;
+  start(h, 3);
+  CHECK(of_type<StopWorkers>(h.join(4)).empty());  // at MAX: a spare
+  CHECK(h.job().view().nodes.back().role == NodeView::Role::kSpare);
+  Events e = h.close(2);  // group rank 1
+  CHECK(only_for<StopWorkers>(e, 1).reason == StopReason::kNodeLost);
+  CHECK(of_type<StopWorkers>(e).size() == 2);  // the spare runs nothing
+  h.send(1, WorkersStopped{1});
+  e = h.send(3, WorkersStopped{1});
+  REQUIRE(of_type<RoundComplete>(e).size() == 3);
+  CHECK(only_for<RoundComplete>(e, 1).group_rank == 0);
+  CHECK(only_for<RoundComplete>(e, 4).group_rank == 1);  // the lost node's
+  CHECK(only_for<RoundComplete>(e, 4).rank_offset == 1);
+  CHECK(only_for<RoundComplete>(e, 3).group_rank == 2);  // kept
+  CHECK(h.job().restart_count() == 0);                   // as without a spare
+}
+
 TEST_CASE("a closed connection stops every other node at once and restarts", "[restart]") {
   Harness h;
   start(h, 3);
