@@ -254,6 +254,11 @@ def ms(x):
     return "%.2f" % x if x < 1 else "%.1f" % x if x < 100 else "%.0f" % x
 
 
+def paired(spare_runs, joiner_runs, key):
+    """The median of the per-repeat ratios no spare / spare (the two ran back to back)."""
+    return statistics.median(j[key] / s[key] for s, j in zip(spare_runs, joiner_runs))
+
+
 def whole(x):
     return "%.0f" % x
 
@@ -278,7 +283,8 @@ def print_real(n, spare_runs, joiner_runs):
     s, j = med(spare_runs, "total"), med(joiner_runs, "total")
     print("| **loss -> all %d nodes' workers running** | **%s** (%s) | **%s** (%s) |"
           % (n, whole(s), spread(spare_runs, "total", whole), whole(j), spread(joiner_runs, "total", whole)))
-    print("| ratio no spare / spare | | **%.1fx** |" % (j / s))
+    print("| ratio no spare / spare: of the medians; paired (median of each repeat's) | | "
+          "**%.1fx**; %.1fx |" % (j / s, paired(spare_runs, joiner_runs, "total")))
     print("totals: median (min-max); each row is its own median (the phases' medians need not "
           "add up to the total's); times from the event logs, in whole ms")
 
@@ -288,20 +294,22 @@ def print_sim(sims, repeats):
           "answered at once, no spawn): median ms of %d" % repeats)
     print("| K nodes | spare: detect | spare: re-round | **spare: total** | no spare: detect "
           "| re-round (K-1) | joiner: connect + join | joiner: re-round (K) "
-          "| **no spare: total** | ratio | survivors moved (spare / no spare) |")
+          "| **no spare: total** | ratio (paired) | survivors moved (spare / no spare) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, runs in sims:
         sp, jo = runs["spare"], runs["joiner"]
         s, j = med(sp, "total_s"), med(jo, "total_s")
-        print("| %d | %s | %s | **%s** (%s) | %s | %s | %s | %s | **%s** (%s) | %.1fx | %d / %d |"
+        print("| %d | %s | %s | **%s** (%s) | %s | %s | %s | %s | **%s** (%s) | %.1fx (%.1fx) "
+              "| %d / %d |"
               % (k, ms(med(sp, "detect_s")), ms(med(sp, "reround_s")), ms(s),
                  spread(sp, "total_s"), ms(med(jo, "detect_s")), ms(med(jo, "reround_s")),
                  ms(med(jo, "join_s")), ms(med(jo, "reround2_s")), ms(j), spread(jo, "total_s"),
-                 j / s,
+                 j / s, paired(sp, jo, "total_s"),
                  max(r["ranks_moved"] for r in sp), max(r["ranks_moved"] for r in jo)))
     print("detect: T0 (a participant's connection closed) -> every survivor has StopWorkers; "
           "re-round: -> every node of the next round has RoundComplete; joiner: connect + join: "
-          "its connect -> every survivor has StopWorkers (node joined); totals: median (min-max)")
+          "its connect -> every survivor has StopWorkers (node joined); totals: median (min-max); "
+          "ratio: of the medians (paired: the median of each repeat's)")
 
 
 def main():
