@@ -148,7 +148,9 @@ def real_run(ddprun, n, spare, rep, tmp):
              agents)
         rounds = {a.name: a.first("round") for a in first}
         r1 = rounds["n0"]["round"]
-        lost = next(a for a in first[1:] if rounds[a.name]["group_rank"] == 1)
+        # Group rank 1 (the middle of the job: without a spare, the last rank moves into it);
+        # never the host, whose loss ends the job.
+        lost = min(first[1:], key=lambda a: rounds[a.name]["group_rank"] != 1)
         survivors = [a for a in first if a is not lost]
         spare_agent = None
         if spare:
