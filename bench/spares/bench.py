@@ -278,13 +278,15 @@ def print_real(n, spare_runs, joiner_runs):
     for phase in REAL_PHASES:
         print("| %s | %s | %s |" % (NAMES[phase], whole(med(spare_runs, phase)),
                                     whole(med(joiner_runs, phase))))
-    print("| = workers running again | **%s** (all %d nodes) | %s (%d nodes) |"
-          % (whole(med(spare_runs, "total")), n, whole(med(joiner_runs, "first")), n - 1))
+    print("| = workers running again | **%s** (all %d nodes) | %s (%d node%s) |"
+          % (whole(med(spare_runs, "total")), n, whole(med(joiner_runs, "first")), n - 1,
+             "s" if n > 2 else ""))
     for phase in JOIN_PHASES:
         print("| %s | | %s |" % (NAMES[phase], whole(med(joiner_runs, phase))))
     s, j = med(spare_runs, "total"), med(joiner_runs, "total")
     print("| **loss -> all %d nodes' workers running** | **%s** (%s) | **%s** (%s) |"
-          % (n, whole(s), spread(spare_runs, "total", whole), whole(j), spread(joiner_runs, "total", whole)))
+          % (n, whole(s), spread(spare_runs, "total", whole), whole(j),
+             spread(joiner_runs, "total", whole)))
     print("| ratio no spare / spare: of the medians; paired (median of each repeat's) | | "
           "**%.1fx**; %.1fx |" % (j / s, paired(spare_runs, joiner_runs, "total")))
     print("totals: median (min-max); each row is its own median (the phases' medians need not "

@@ -11,7 +11,7 @@ build=${1:-"$here/../../build"}
 [ $# -gt 0 ] && shift
 for bin in ddprun ddp-rendezvous rdzv_bench; do
   if [ ! -x "$build/bin/$bin" ]; then
-    echo "run.sh: $build/bin/$bin not found; build it first (cmake --build $build --target $bin)" >&2
+    echo "run.sh: $build/bin/$bin not found; build it (cmake --build $build --target $bin)" >&2
     exit 2
   fi
 done
