@@ -22,6 +22,19 @@
 // local world sizes, every agent names the same store address, every JobFinished the same
 // exit code. Prints one JSON object on stdout (times, and this process's own CPU time);
 // exits 1 on a wrong result or a timeout.
+// --loss spare|joiner (bench/spares/run.sh): instead of stop and finish, node loss -> every
+// node in its next round. The participant of group rank 1 closes its connection at T0 (the
+// daemon sees the close at once, as when an agent is SIGKILLed) and every survivor answers its
+// StopWorkers at once with WORKERS_STOPPED (simulated agents run no workers: there is no
+// stop or spawn time here, only the rendezvous's). spare: a (K+1)th agent joined the running job
+// first and waits (JOINED waiting); timed: detect (T0 -> every survivor has StopWorkers),
+// reround (-> every node, spare included, has the next RoundComplete). joiner: JOIN min = K-1;
+// detect, reround (-> the K-1 survivors' RoundComplete), then a new agent connects and joins:
+// join (its connect -> every survivor has StopWorkers, node joined), reround2 (-> all K have the
+// RoundComplete admitting it); total = the two stretches (the gap between them is this process's
+// own, not the job's). Checked: the restart count never moves, the rounds' ranks are consistent
+// (as below), with a spare no survivor's group rank changes and the spare gets rank 1;
+// ranks_moved counts the survivors whose group rank changed.
 // --hold N: between the rendezvous and stop, the job stays running with K nodes for N seconds.
 // --secret S: every agent authenticates as ddprun's agents do (job secrets): it derives the job
 // key (one HMAC, as RdzvClient::join() does per connection), sends AUTH_HELLO, and on its
@@ -62,24 +75,31 @@ namespace auth = ddp::rendezvous::auth;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-// JOIN of simulated agent i of k: min = max = k, a node name and address of its own.
-m::JoinRequest join_request(const std::string& run_id, std::size_t k, std::size_t i) {
+// JOIN of simulated agent i: min..max nodes, a node name and address of its own, `workers`
+// workers (local world size).
+m::JoinRequest join_request(const std::string& run_id, std::uint32_t min_nodes,
+                            std::uint32_t max_nodes, std::size_t i, std::uint32_t workers) {
   m::JoinRequest r;
   r.run_id = run_id;
-  r.config.min_nodes = r.config.max_nodes = static_cast<std::uint32_t>(k);
+  r.config.min_nodes = min_nodes;
+  r.config.max_nodes = max_nodes;
   // Generous: this process cannot heartbeat while it is busy sending JOINs.
   r.config.keep_alive_interval = std::chrono::seconds(30);
   r.node = {"agent-" + std::to_string(i),
-            "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250), 29500,
-            static_cast<std::uint32_t>(1 + i % 8)};
+            "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250), 29500, workers};
   return r;
 }
 
+// The local world size of simulated agent i: 1..8, so that rank offsets differ from group ranks.
+std::uint32_t default_workers(std::size_t i) { return static_cast<std::uint32_t>(1 + i % 8); }
+
 struct Agent {
-  Agent(asio::io_context& io, std::size_t i) : socket(io), index(i) {}
+  Agent(asio::io_context& io, std::size_t i, std::uint32_t w) : socket(io), index(i), workers(w) {}
   tcp::socket socket;
   std::size_t index;
+  std::uint32_t workers;  // its local world size
   bool connected = false;
+  bool closed = false;  // --loss: this agent's connection was closed (the lost node)
   std::string in;
   std::vector<char> buffer = std::vector<char>(2048);
   std::deque<std::string> out;  // every write of this agent (kept until the run ends)
@@ -87,9 +107,12 @@ struct Agent {
   std::optional<auth::MacKey> mac_key;              // `key` made ready, as RdzvClient keeps it
   std::optional<rdzv::ChallengeMessage> challenge;  // --secret: the handshake's answer
   std::uint64_t counter = 0;
-  std::optional<m::RoundComplete> round;
-  std::optional<m::StopWorkers> stop;
+  std::optional<m::Joined> joined;
+  std::optional<m::RoundComplete> round;  // the latest
+  std::optional<m::StopWorkers> stop;     // the latest
   std::optional<m::JobFinished> finished;
+  Clock::time_point round_at{};  // when the latest RoundComplete / StopWorkers was read
+  Clock::time_point stop_at{};
 };
 
 class Bench {
@@ -97,29 +120,43 @@ class Bench {
   // `pipelined`: each agent starts its join from its own connect completion and sends its
   // signed JOIN from its own CHALLENGE (the real agent's flow); otherwise the caller drives
   // barrier phases (phase()).
+  // Every JOIN says min_nodes..max_nodes.
   Bench(asio::io_context& io, std::size_t k, std::optional<std::string> secret, std::string run_id,
-        bool pipelined)
-      : io_(io), secret_(std::move(secret)), run_id_(std::move(run_id)), pipelined_(pipelined) {
-    for (std::size_t i = 0; i < k; ++i) agents_.push_back(std::make_unique<Agent>(io, i));
+        bool pipelined, std::uint32_t min_nodes, std::uint32_t max_nodes)
+      : io_(io),
+        secret_(std::move(secret)),
+        run_id_(std::move(run_id)),
+        pipelined_(pipelined),
+        min_nodes_(min_nodes),
+        max_nodes_(max_nodes) {
+    for (std::size_t i = 0; i < k; ++i) {
+      agents_.push_back(std::make_unique<Agent>(io, i, default_workers(i)));
+    }
   }
 
   // Issues the K connects; each completion starts reading (and, pipelined, the agent's join).
   void open(const tcp::endpoint& endpoint) {
-    for (auto& a : agents_) {
-      a->socket.async_connect(endpoint, [this, agent = a.get()](boost::system::error_code ec) {
-        if (ec) {
-          std::cerr << "connect failed: " << ec.message() << "\n";
-          connect_failed_ = true;
-          return;
-        }
-        agent->socket.set_option(tcp::no_delay(true));
-        agent->connected = true;
-        if (++connected_ == agents_.size()) all_connected_ = Clock::now();
-        read(*agent);
-        if (pipelined_) send(*agent, secret_ ? hello(*agent) : join(*agent));
-      });
-    }
+    for (auto& a : agents_) connect(*a, endpoint);
   }
+
+  // Pipelined: one more agent with `workers` workers connects and joins (a spare, a joiner).
+  Agent& add(const tcp::endpoint& endpoint, std::uint32_t workers) {
+    agents_.push_back(std::make_unique<Agent>(io_, agents_.size(), workers));
+    connect(*agents_.back(), endpoint);
+    return *agents_.back();
+  }
+
+  // The node of `a` is lost: its connection closes (the daemon sees the close at once, as
+  // when an agent is SIGKILLed; a machine that vanishes is found by missed heartbeats).
+  void close(Agent& a) {
+    a.closed = true;
+    boost::system::error_code ignored;
+    a.socket.close(ignored);
+  }
+
+  // From now on every agent answers each StopWorkers at once with WORKERS_STOPPED, as an
+  // agent whose workers stop instantly would.
+  void answer_stops() { answer_stops_ = true; }
   bool connect_failed() const { return connect_failed_; }
 
   // Runs until `done` holds for every agent; false on a timeout or a protocol error.
@@ -164,7 +201,9 @@ class Bench {
   // Agent `a`'s JOIN: as is, or (--secret, after its CHALLENGE) signed, with the key wrap when
   // the CHALLENGE said the job is not keyed yet.
   std::string join(Agent& a) {
-    return outgoing(a, m::encode_request(join_request(run_id_, agents_.size(), a.index)), true);
+    return outgoing(
+        a, m::encode_request(join_request(run_id_, min_nodes_, max_nodes_, a.index, a.workers)),
+        true);
   }
 
   // What agent `a` sends for native request `bytes`: as is, or (--secret, after its handshake)
@@ -189,6 +228,21 @@ class Bench {
   void hold(std::chrono::seconds d) { io_.run_for(d); }
 
  private:
+  void connect(Agent& a, const tcp::endpoint& endpoint) {
+    a.socket.async_connect(endpoint, [this, agent = &a](boost::system::error_code ec) {
+      if (ec) {
+        std::cerr << "connect failed: " << ec.message() << "\n";
+        connect_failed_ = true;
+        return;
+      }
+      agent->socket.set_option(tcp::no_delay(true));
+      agent->connected = true;
+      if (++connected_ == agents_.size()) all_connected_ = Clock::now();
+      read(*agent);
+      if (pipelined_) send(*agent, secret_ ? hello(*agent) : join(*agent));
+    });
+  }
+
   template <typename Pred>
   bool run_until(Pred pred, std::chrono::seconds limit) {
     const auto deadline = Clock::now() + limit;
@@ -244,8 +298,18 @@ class Bench {
               return;
             }
             used += d.consumed;
-            if (auto* r = std::get_if<m::RoundComplete>(&d.message)) a.round = *r;
-            if (auto* s = std::get_if<m::StopWorkers>(&d.message)) a.stop = *s;
+            if (auto* j = std::get_if<m::Joined>(&d.message)) a.joined = *j;
+            if (auto* r = std::get_if<m::RoundComplete>(&d.message)) {
+              a.round = *r;
+              a.round_at = Clock::now();
+            }
+            if (auto* s = std::get_if<m::StopWorkers>(&d.message)) {
+              a.stop = *s;
+              a.stop_at = Clock::now();
+              if (answer_stops_) {
+                send(a, outgoing(a, m::encode_request(m::WorkersStopped{s->round}), false));
+              }
+            }
             if (auto* f = std::get_if<m::JobFinished>(&d.message)) a.finished = *f;
             if (auto* e = std::get_if<m::ErrorEvent>(&d.message)) {
               std::cerr << "error push: " << e->message << "\n";
@@ -269,6 +333,9 @@ class Bench {
   std::optional<std::string> secret_;
   std::string run_id_;
   bool pipelined_;
+  std::uint32_t min_nodes_;
+  std::uint32_t max_nodes_;
+  bool answer_stops_ = false;
 };
 
 void raise_open_file_limit() {
@@ -287,14 +354,17 @@ double own_cpu_seconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
-// Group ranks a permutation, offsets = prefix sums of local world sizes, one store address.
-std::string check_assignments(const Bench& bench, std::uint64_t world) {
-  const auto& agents = bench.agents();
-  std::vector<const m::RoundComplete*> by_rank(agents.size(), nullptr);
-  for (const auto& a : agents) {
+// The round of `participants` (one RoundComplete each): group ranks a permutation, offsets =
+// prefix sums of their local world sizes, one store address. Empty when it holds.
+std::string check_assignments(const std::vector<const Agent*>& participants) {
+  std::uint64_t world = 0;
+  for (const Agent* a : participants) world += a->workers;
+  std::vector<const m::RoundComplete*> by_rank(participants.size(), nullptr);
+  for (const Agent* a : participants) {
     const auto& r = *a->round;
-    if (r.group_rank >= agents.size() || by_rank[r.group_rank]) return "group ranks collide";
+    if (r.group_rank >= participants.size() || by_rank[r.group_rank]) return "group ranks collide";
     if (r.world_size != world) return "world sizes differ";
+    if (r.group_world_size != participants.size()) return "wrong group world size";
     by_rank[r.group_rank] = &r;
   }
   std::uint64_t offset = 0;
@@ -305,6 +375,121 @@ std::string check_assignments(const Bench& bench, std::uint64_t world) {
     }
     offset += r->local_world_size;
   }
+  return "";
+}
+
+std::vector<const Agent*> all_of(const Bench& bench) {
+  std::vector<const Agent*> v;
+  for (const auto& a : bench.agents()) v.push_back(a.get());
+  return v;
+}
+
+// The latest of `when(a)` over `agents`.
+template <typename When>
+Clock::time_point latest(const std::vector<const Agent*>& agents, When when) {
+  Clock::time_point t{};
+  for (const Agent* a : agents) t = std::max(t, when(*a));
+  return t;
+}
+
+// --loss: the running K-node job loses the participant of group rank 1 (its connection closes
+// at T0), every survivor answers its StopWorkers at once. `spare`: a (K+1)th agent joined the
+// running job beforehand and waits; the job re-forms with it. Otherwise (MIN = K-1): the job
+// re-forms with the K-1 survivors, then a new agent connects and joins, and the job restarts
+// to admit it. Adds the phases to `out`; returns what went wrong, empty when every check held.
+std::string lose_a_node(Bench& bench, const tcp::endpoint& endpoint, bool spare,
+                        nlohmann::json& out) {
+  const auto limit = std::chrono::seconds(60);
+  auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  const std::vector<const Agent*> first = all_of(bench);
+  const std::uint64_t r1 = first.front()->round->round;
+  const std::uint32_t restarts = first.front()->round->restart_count;
+  Agent* lost = nullptr;
+  for (const auto& a : bench.agents()) {
+    if (a->round->group_rank == 1) lost = a.get();
+  }
+  std::vector<const Agent*> survivors;
+  std::vector<std::uint32_t> before;  // each survivor's group rank before the loss
+  for (const Agent* a : first) {
+    if (a == lost) continue;
+    survivors.push_back(a);
+    before.push_back(a->round->group_rank);
+  }
+  // Runs until `done` holds for each of `members`; then the latest of their `when`.
+  auto until = [&](const std::vector<const Agent*>& members, auto done,
+                   Clock::time_point Agent::*when) -> std::optional<Clock::time_point> {
+    std::vector<bool> is_member(bench.agents().size());
+    for (const Agent* a : members) is_member[a->index] = true;
+    if (!bench.wait_all([&](const Agent& a) { return !is_member[a.index] || done(a); }, limit)) {
+      return std::nullopt;
+    }
+    return latest(members, [when](const Agent& a) { return a.*when; });
+  };
+  // Until every survivor was told to stop round `r` for `reason`.
+  auto told_to_stop = [&](std::uint64_t r, m::StopReason reason) {
+    auto t = until(
+        survivors, [r](const Agent& a) { return a.stop && a.stop->round == r; }, &Agent::stop_at);
+    for (const Agent* a : survivors) {
+      if (t && a->stop->reason != reason) t.reset();
+    }
+    return t;
+  };
+  // Until every one of `members` has the RoundComplete of round `r` (same restart count).
+  auto in_round = [&](std::uint64_t r, const std::vector<const Agent*>& members) {
+    auto t = until(
+        members, [r](const Agent& a) { return a.round && a.round->round == r; }, &Agent::round_at);
+    for (const Agent* a : members) {
+      if (t && a->round->restart_count != restarts) t.reset();
+    }
+    return t;
+  };
+  auto ranks_moved = [&] {
+    int moved = 0;
+    for (std::size_t i = 0; i < survivors.size(); ++i) {
+      moved += survivors[i]->round->group_rank != before[i];
+    }
+    return moved;
+  };
+
+  const Agent* spare_agent = nullptr;
+  if (spare) {
+    spare_agent = &bench.add(endpoint, lost->workers);
+    if (!bench.wait_all([](const Agent& a) { return a.joined.has_value(); }, limit)) {
+      return "the spare did not join";
+    }
+    if (!spare_agent->joined->waiting) return "the spare was admitted, not kept waiting";
+  }
+  bench.answer_stops();
+  const auto t0 = Clock::now();
+  bench.close(*lost);
+  const auto detected = told_to_stop(r1, m::StopReason::kNodeLost);
+  if (!detected) return "the survivors were not told to stop (node lost)";
+  out["detect_s"] = seconds(*detected - t0);
+  std::vector<const Agent*> second = survivors;
+  if (spare) second.push_back(spare_agent);
+  const auto formed = in_round(r1 + 1, second);
+  if (!formed) return "no new round with the same restart count";
+  if (auto bad = check_assignments(second); !bad.empty()) return "after the loss: " + bad;
+  out["reround_s"] = seconds(*formed - *detected);
+  out["ranks_moved"] = ranks_moved();
+  if (spare) {
+    if (ranks_moved() != 0) return "a survivor's group rank changed";
+    if (spare_agent->round->group_rank != 1) return "the spare did not get the lost node's rank";
+    out["total_s"] = seconds(*formed - t0);
+    return "";
+  }
+  const auto tj = Clock::now();
+  const Agent& joiner = bench.add(endpoint, lost->workers);
+  const auto admitted = told_to_stop(r1 + 1, m::StopReason::kNodeJoined);
+  if (!admitted) return "the survivors were not told to stop (node joined)";
+  out["join_s"] = seconds(*admitted - tj);
+  second.push_back(&joiner);
+  const auto full = in_round(r1 + 2, second);
+  if (!full) return "no round admitting the joiner";
+  if (auto bad = check_assignments(second); !bad.empty()) return "after the join: " + bad;
+  out["reround2_s"] = seconds(*full - *admitted);
+  out["ranks_moved"] = ranks_moved();
+  out["total_s"] = seconds(*formed - t0) + seconds(*full - tj);
   return "";
 }
 
@@ -330,14 +515,25 @@ int main(int argc, char** argv) {
   app.add_option("--hold", hold_s,
                  "After the round completes, keep the job running this many seconds (< 30)")
       ->check(CLI::Range(0, 29));
+  std::string loss;
+  app.add_option("--loss", loss,
+                 "Instead of stop and finish: the node of group rank 1 is lost; 'spare': a "
+                 "spare waits and replaces it; 'joiner': MIN = K-1, the job re-forms, then a new "
+                 "agent joins")
+      ->check(CLI::IsMember({"spare", "joiner"}));
   CLI11_PARSE(app, argc, argv);
+  if (!loss.empty() && (k < 2 || phased || hold_s > 0)) {
+    std::cerr << "--loss needs --agents >= 2 and the pipelined flow, without --hold\n";
+    return 2;
+  }
   raise_open_file_limit();
 
   asio::io_context io(1);
+  const auto max_nodes = static_cast<std::uint32_t>(k);
   Bench bench(io, k, secret.empty() ? std::nullopt : std::optional<std::string>(secret), run_id,
-              !phased);
+              !phased, loss == "joiner" ? max_nodes - 1 : max_nodes, max_nodes);
   std::uint64_t world = 0;
-  for (std::size_t i = 0; i < k; ++i) world += join_request(run_id, k, i).node.local_world_size;
+  for (std::size_t i = 0; i < k; ++i) world += default_workers(i);
   const tcp::endpoint endpoint(asio::ip::make_address(host), port);
   const auto limit = std::chrono::seconds(60);
   auto assigned = [](const Agent& a) { return a.round.has_value(); };
@@ -380,9 +576,19 @@ int main(int argc, char** argv) {
     if (bench.secret()) out["challenge_s"] = seconds(bench.all_challenged() - c0);
   }
   out["rendezvous_s"] = seconds(Clock::now() - c0);
-  if (auto bad = check_assignments(bench, world); !bad.empty()) {
+  if (auto bad = check_assignments(all_of(bench)); !bad.empty()) {
     std::cerr << "wrong assignment: " << bad << "\n";
     return 1;
+  }
+  if (!loss.empty()) {
+    out["loss"] = loss;
+    if (auto bad = lose_a_node(bench, endpoint, loss == "spare", out); !bad.empty()) {
+      std::cerr << "--loss " << loss << ": " << bad << "\n";
+      return 1;
+    }
+    out["bench_cpu_s"] = own_cpu_seconds();
+    std::cout << out.dump() << std::endl;
+    return 0;
   }
   if (hold_s > 0) bench.hold(std::chrono::seconds(hold_s));
   const std::uint64_t round = bench.agents()[0]->round->round;
