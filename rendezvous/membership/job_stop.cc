@@ -68,6 +68,9 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
       failures_.push_back(std::move(f));
     }
     mark_stopped(m);
+    if (state_ == State::kStopping && outcome_ != Outcome::kFail) {
+      refuse_restart_if_stuck(finish_reason_);
+    }
     if (state_ == State::kRunning) {
       std::string detail = describe(m) + " reported a worker failure";
       if (auto first = earliest_failure()) {
@@ -187,7 +190,9 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
   outcome_ = Outcome::kRestart;
   forming_since_ = now_;
   if (reason == StopReason::kWorkerFailed) count_failure(FailureCause::kWorkerFailed);
-  if (counts) {
+  if (refuse_restart_if_stuck(detail)) {
+    // the job ends with this stop; the restart count stays
+  } else if (counts) {
     if (restart_count_ < config_.max_restarts) {
       ++restart_count_;
       ++counters_.restarts;
@@ -204,6 +209,18 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
     out.push_back({id, StopWorkers{round_, reason, detail, first}});
   });
   maybe_finish_stop(out);
+}
+
+bool Job::refuse_restart_if_stuck(std::string& detail) {
+  for (const Failure& f : failures_) {
+    ++visits_;
+    if (!f.no_restart) continue;
+    outcome_ = Outcome::kFail;
+    detail += "; no restart: worker rank " + std::to_string(f.rank) + " on node " + f.node_key +
+              " is stuck (it may still hold its devices)";
+    return true;
+  }
+  return false;
 }
 
 void Job::mark_stopped(Member& m) {

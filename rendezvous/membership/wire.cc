@@ -21,6 +21,7 @@ void put_failure(std::string& out, const Failure& f) {
   put_str(out, f.message);
   put<std::uint8_t>(out, !f.hung ? 0 : f.step ? 2 : 1);
   put<std::int64_t>(out, f.hung ? f.step.value_or(0) : 0);
+  put<std::uint8_t>(out, f.no_restart ? 1 : 0);
 }
 
 bool Reader::get_bool(const char* what) {
@@ -77,6 +78,7 @@ Failure Reader::failure() {
   if (hang != 2 && step != 0) fail("failure step " + std::to_string(step) + " without a step");
   f.hung = hang != 0;
   if (hang == 2) f.step = step;
+  f.no_restart = get_bool("failure no_restart");
   return f;
 }
 

@@ -41,7 +41,8 @@
 //
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
 //              i64 pid, i64 time, error_file str, message str,
-//              u8 hang (0 not hung, 1 hung, 2 hung with a step), i64 step (0 unless 2)
+//              u8 hang (0 not hung, 1 hung, 2 hung with a step), i64 step (0 unless 2),
+//              u8 no_restart
 //
 // Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR); every other push
 // comes whenever the job changes. TCPStore queries may share the connection: once it has sent a

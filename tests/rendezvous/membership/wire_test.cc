@@ -33,6 +33,13 @@ Failure hung_failure(std::optional<std::int64_t> step) {
   return f;
 }
 
+// A worker its agent could not end: the job must not restart for it.
+Failure stuck_failure() {
+  Failure f = sample_failure();
+  f.no_restart = true;
+  return f;
+}
+
 std::vector<Request> sample_requests() {
   Config c;
   c.min_nodes = 2;
@@ -51,6 +58,7 @@ std::vector<Request> sample_requests() {
           ReportFailure{3, {sample_failure(), Failure{}}},
           ReportFailure{4, {}},
           ReportFailure{4, {hung_failure(41), hung_failure(std::nullopt), hung_failure(-7)}},
+          ReportFailure{4, {stuck_failure(), sample_failure()}},
           WorkersStopped{5},
           ReportSuccess{6},
           Leave{"SIGTERM"},
@@ -64,6 +72,7 @@ std::vector<Payload> sample_pushes() {
           StopWorkers{2, StopReason::kWorkerFailed, "rank 7 failed", sample_failure()},
           StopWorkers{2, StopReason::kWorkerFailed, "rank 7 hung", hung_failure(4)},
           JobFinished{137, "failed: rank 7", sample_failure()},
+          JobFinished{137, "failed: rank 7 stuck", stuck_failure()},
           JobFinished{0, "every worker exited 0", std::nullopt},
           ErrorEvent{ErrorCode::kTimeout, "timed out"},
           ErrorEvent{ErrorCode::kJobFinished, "job 'x' finished (...)"},
@@ -144,6 +153,13 @@ TEST_CASE("oversized lengths are errors before any allocation", "[wire]") {
 TEST_CASE("a report declaring many failures but holding few is incomplete, not a crash", "[wire]") {
   const Decoded<Request> d = decode_request(frame('\x82', {1, 4096}));
   CHECK(d.state == DecodeState::kIncomplete);
+}
+
+TEST_CASE("a failure's no_restart byte is 0 or 1, the failure's last", "[wire]") {
+  std::string bytes = encode_request(ReportFailure{1, {stuck_failure()}});
+  CHECK(bytes.back() == 1);
+  bytes.back() = 2;
+  CHECK_THAT(decode_request(bytes).error, Catch::Contains("failure no_restart flag is 2"));
 }
 
 TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]") {
