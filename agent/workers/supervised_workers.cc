@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -21,9 +20,11 @@ namespace {
 using namespace std::chrono_literals;
 constexpr auto kGdbLimit = 30s;      // a debugger that takes longer is killed
 constexpr int kStackHeadLines = 12;  // of the culprit's stack, in the root-cause table
-// A worker SIGKILLed is given up after --shutdown-timeout, never sooner than this: the exit of
-// a large process (its memory freed, a GPU driver's teardown) may take seconds.
-constexpr std::chrono::milliseconds kMinKillTimeout = 5s;
+// A worker SIGKILLed and still alive this much later is given up (docs/unkillable.md). Long
+// enough for the exit of a large process (its memory freed, a GPU driver's teardown); short
+// enough that the default --shutdown-timeout (30 s) plus this stays within the job's default
+// close_timeout (60 s), so the node's report of the stuck worker reaches the job in time.
+constexpr std::chrono::milliseconds kKillTimeout = 15s;
 
 // The program's path on $PATH, or empty.
 std::string on_path(const std::string& program) {
@@ -98,7 +99,7 @@ void SupervisedWorkers::start(const Round& round) {
       watch_.begin_group(round.round, config_.nproc_per_node, round.rank_offset);
   SupervisorOptions options{.nproc = config_.nproc_per_node,
                             .shutdown_timeout = config_.shutdown_timeout,
-                            .kill_timeout = std::max(config_.shutdown_timeout, kMinKillTimeout),
+                            .kill_timeout = kKillTimeout,
                             .uninterruptible_timeout = config_.uninterruptible_state_timeout};
   groups_.push_back(std::make_unique<Supervisor>(
       io_, launcher_, options,
@@ -209,9 +210,13 @@ void SupervisedWorkers::act_on_hang(const HangReport& report, std::vector<Captur
       group.kill(r);
       continue;
     }
-    // torchrun's file timer: the pid it names gets the signal it asked for.
-    if (group.pids()[r] == report.pid) group.mark_hung(r, std::move(note));
-    if (::kill(report.pid, report.signal) != 0) {
+    // torchrun's file timer: the pid it names gets the signal it asked for (a worker's
+    // SIGKILL goes to its group, the wait for its exit bounded).
+    const bool worker = group.pids()[r] == report.pid;
+    if (worker) group.mark_hung(r, std::move(note));
+    if (worker && report.signal == SIGKILL) {
+      group.kill(r);
+    } else if (::kill(report.pid, report.signal) != 0) {
       spdlog::warn("cannot send signal {} to pid {}: it is gone", report.signal, report.pid);
     }
   }
