@@ -3,6 +3,7 @@
   stat-d  the same, with a handled SIGALRM arriving mid-call: the kernel then waits
           uninterruptibly (D state) for the answer
   fail    wait until the file system holds a request (HELD_FIFO), then exit 3
+  sleep   sleep until stopped
 Every rank first prints its pid."""
 import os
 import signal
@@ -18,6 +19,8 @@ if action.startswith("stat"):
     os.stat(os.environ["STUCK_MOUNT"])
     print("the stat returned", flush=True)
     sys.exit(0)
+if action == "sleep":
+    signal.pause()
 if action == "fail":
     with open(os.environ["HELD_FIFO"], "rb") as f:
         f.read(1)

@@ -26,7 +26,7 @@ DDPRUN = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "stuck_worker.py")
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
-from procs import OutputProcess, wait_for  # noqa: E402
+from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
 libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS = 0x00020000
@@ -130,12 +130,16 @@ class UnkillableTest(unittest.TestCase):
             wait_for(no_children_left, 10, "stuck workers to die once their file system let go")
         self.tmp.cleanup()
 
-    def run_job(self, args, **env):
+    def start(self, name, args, **env):
         environment = dict(os.environ, TMPDIR=self.tmp.name, STUCK_MOUNT=self.fs.mount,
                            HELD_FIFO=self.fs.fifo, **env)
-        p = OutputProcess(self.tmp.name, "job", [DDPRUN, *args, "--no-python", sys.executable,
-                                                 WORKER], environment, timeout=60)
+        p = OutputProcess(self.tmp.name, name, [DDPRUN, *args, "--no-python", sys.executable,
+                                                WORKER], environment, timeout=60)
         self.procs.append(p)
+        return p
+
+    def run_job(self, args, **env):
+        p = self.start("job", args, **env)
         started = time.monotonic()
         code = p.wait()
         return p, code, time.monotonic() - started
@@ -182,6 +186,29 @@ class UnkillableTest(unittest.TestCase):
         self.assertIn("stuck: in uninterruptible sleep", err)  # the root-cause table
         self.assertNotIn("round 2", err)  # no restart, though 3 were allowed
         self.assertLess(took, 40)
+        self.assert_reaped_after_release(pid)
+
+
+    def test_a_stuck_worker_on_one_node_ends_a_two_node_job_with_it_as_root_cause(self):
+        # Two c10d agents on loopback: node A's worker sleeps, node B's sits in D state.
+        port = free_port()
+        common = ["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                  "--rdzv-endpoint", "127.0.0.1:%d" % port, "--rdzv-id", "stuck",
+                  "--rdzv-conf", "last_call_timeout=0.2,join_timeout=20", "--max-restarts", "3",
+                  "--shutdown-timeout", "1"]
+        a = self.start("a", common + ["--local-addr", "127.0.0.2"], ACTION_0="sleep")
+        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "node A to host")
+        b = self.start("b", common + ["--local-addr", "127.0.0.3"], ACTION_0="stat-d",
+                       TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT="1")
+        self.assertEqual(b.wait(), 128 + 9, b.stderr())
+        self.assertEqual(a.wait(), 128 + 9, a.stderr())
+        pid = self.stuck_pid(b, 0)
+        for node in (a, b):  # every node's root cause names the stuck worker
+            root = node.stderr().split("Root Cause")[1]
+            self.assertIn("rank      : 1 (local_rank: 0)", root)
+            self.assertIn("stuck: in uninterruptible sleep", root)
+            self.assertIn("no restart: worker rank 1 on node", root)
+            self.assertNotIn("round 2", node.stderr())
         self.assert_reaped_after_release(pid)
 
 
