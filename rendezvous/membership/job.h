@@ -150,9 +150,10 @@ class Job {
   void complete_round(Events& out);
   void begin_stop(StopReason reason, bool counts, std::string detail, Events& out);
   void mark_stopped(Member& m);
-  // A failure of this round with no_restart: the stop ends the job (outcome_ kFail), and
-  // `detail` says why. False when there is none.
-  bool refuse_restart_if_stuck(std::string& detail);
+  // A failure of this round from failures_[from] on with no_restart: the stop ends the job
+  // (outcome_ kFail), and `detail` says why. False when there is none. Each failure is looked
+  // at once per round (begin_stop from 0, each later report from its own).
+  bool refuse_restart_if_stuck(std::size_t from, std::string& detail);
   void maybe_finish_stop(Events& out);
   void finish(bool success, std::string reason, bool notify, Events& out);
   std::optional<Failure> earliest_failure() const;  // root_cause_of(failures_)

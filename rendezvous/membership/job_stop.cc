@@ -62,6 +62,7 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
   touch(id, m);
   if (round == round_ && m.role == Role::kParticipant &&
       (state_ == State::kRunning || state_ == State::kStopping)) {
+    const std::size_t reported = failures_.size();  // this report's failures start here
     for (Failure& f : failures) {
       f.node_key = m.info.node_key;
       f.group_rank = m.group_rank;
@@ -69,7 +70,7 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
     }
     mark_stopped(m);
     if (state_ == State::kStopping && outcome_ != Outcome::kFail) {
-      refuse_restart_if_stuck(finish_reason_);
+      refuse_restart_if_stuck(reported, finish_reason_);
     }
     if (state_ == State::kRunning) {
       std::string detail = describe(m) + " reported a worker failure";
@@ -190,9 +191,9 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
   outcome_ = Outcome::kRestart;
   forming_since_ = now_;
   if (reason == StopReason::kWorkerFailed) count_failure(FailureCause::kWorkerFailed);
-  if (refuse_restart_if_stuck(detail)) {
-    // the job ends with this stop; the restart count stays
-  } else if (counts) {
+  // A stuck worker ends the job with this stop (outcome kFail): the restart count stays.
+  const bool stuck = refuse_restart_if_stuck(0, detail);
+  if (counts && !stuck) {
     if (restart_count_ < config_.max_restarts) {
       ++restart_count_;
       ++counters_.restarts;
@@ -211,8 +212,9 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
   maybe_finish_stop(out);
 }
 
-bool Job::refuse_restart_if_stuck(std::string& detail) {
-  for (const Failure& f : failures_) {
+bool Job::refuse_restart_if_stuck(std::size_t from, std::string& detail) {
+  for (std::size_t i = from; i < failures_.size(); ++i) {
+    const Failure& f = failures_[i];
     ++visits_;
     if (!f.no_restart) continue;
     outcome_ = Outcome::kFail;
