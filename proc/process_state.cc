@@ -3,40 +3,19 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
 namespace ddp::proc {
 
 std::string ProcessState::describe_state() const {
   // The kernel's task_state_array (fs/proc/array.c).
+  static constexpr std::pair<char, const char*> kNames[] = {
+      {'R', "running"}, {'S', "sleeping"},     {'D', "disk sleep"},
+      {'T', "stopped"}, {'t', "tracing stop"}, {'X', "dead"},
+      {'Z', "zombie"},  {'P', "parked"},       {'I', "idle"}};
   const char* name = "unknown";
-  switch (state) {
-    case 'R':
-      name = "running";
-      break;
-    case 'S':
-      name = "sleeping";
-      break;
-    case 'D':
-      name = "disk sleep";
-      break;
-    case 'T':
-      name = "stopped";
-      break;
-    case 't':
-      name = "tracing stop";
-      break;
-    case 'X':
-      name = "dead";
-      break;
-    case 'Z':
-      name = "zombie";
-      break;
-    case 'P':
-      name = "parked";
-      break;
-    case 'I':
-      name = "idle";
-      break;
+  for (const auto& [letter, text] : kNames) {
+    if (letter == state) name = text;
   }
   return std::string(1, state) + " (" + name + ")";
 }

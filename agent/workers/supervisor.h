@@ -59,7 +59,7 @@ struct WorkerFailure {
   std::chrono::system_clock::time_point detected;
   std::optional<HangNote> hang;  // set when the agent killed it as hung
   // Set when it is stuck (it outlived SIGKILL, or sat in D state too long): what the report
-  // says, e.g. "outlived SIGKILL by 30.0 s: pid 7, state D (disk sleep), wait channel
+  // says, e.g. "outlived SIGKILL by 15.0 s: pid 7, state D (disk sleep), wait channel
   // request_wait_answer". The job must not restart for such a failure.
   std::optional<std::string> stuck;
 };
@@ -76,7 +76,7 @@ struct SupervisorOptions {
   int nproc = 1;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
   // How long a worker may outlive the SIGKILL it was sent before it is given up.
-  std::chrono::milliseconds kill_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds kill_timeout{std::chrono::seconds(15)};
   // TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT: 0 = off.
   std::chrono::milliseconds uninterruptible_timeout{0};
   // How a worker's state is read (/proc; tests fake it).
