@@ -45,6 +45,9 @@ struct AgentConfig {
   std::string role = "default";
   int max_restarts = 0;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
+  // TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (docs/unkillable.md): a running worker in
+  // uninterruptible sleep (D) this long fails the group, and the job does not restart; 0 = off.
+  std::chrono::milliseconds uninterruptible_state_timeout{0};
   // Hang detection (docs/hangs.md): 0 = off; a worker that beat and then stays silent this long
   // is hung. first_beat: a worker that never beat is judged from its start (unset: never).
   std::chrono::milliseconds hang_timeout{0};

@@ -6,6 +6,8 @@
 namespace ddp::launcher::steps {
 namespace {
 
+constexpr const char* kUninterruptibleEnv = "TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT";
+
 Status resolve_streams(const RawOptions& raw, agent::AgentConfig& config) {
   const RawValue& redirects = raw.at("redirects");
   const RawValue& tee = raw.at("tee");
@@ -83,7 +85,8 @@ Status resolve_hang_limits(const RawOptions& raw, agent::AgentConfig& config) {
 
 }  // namespace
 
-Status resolve_control(const RawOptions& raw, Invocation& out) {
+Status resolve_control(const RawOptions& raw, const LaunchEnvironment& environment,
+                       Invocation& out) {
   auto& config = out.config;
   const RawValue& restarts = raw.at("max_restarts");
   auto max_restarts = parse_integer(restarts.origin, restarts.text, 0, 1 << 30);
@@ -129,6 +132,13 @@ Status resolve_control(const RawOptions& raw, Invocation& out) {
                       config.shutdown_timeout);
       !s) {
     return s;
+  }
+  // torchrun's variable, in seconds (fractions allowed); unset or empty: off.
+  if (auto it = environment.env.find(kUninterruptibleEnv);
+      it != environment.env.end() && !it->second.empty()) {
+    auto timeout = parse_seconds(kUninterruptibleEnv, it->second);
+    if (!timeout) return timeout.status();
+    config.uninterruptible_state_timeout = *timeout;
   }
   if (Status s = resolve_hang_limits(raw, config); !s) return s;
   const RawValue& event_log = raw.at("event_log");

@@ -51,7 +51,9 @@ Status resolve_connections(const RawOptions& raw, Invocation& out);
 // --log-line-prefix-template (else TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE), the duplicate
 // filters, --logs-specs and --numa-binding's mode (launcher/output_options.cc).
 Status resolve_output(const RawOptions& raw, const LaunchEnvironment& environment, Invocation& out);
-// Restarts, role, logs, streams, console filter, signals, timeouts, accepted-only options.
-Status resolve_control(const RawOptions& raw, Invocation& out);
+// Restarts, role, logs, streams, console filter, signals, timeouts (and
+// TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT), accepted-only options.
+Status resolve_control(const RawOptions& raw, const LaunchEnvironment& environment,
+                       Invocation& out);
 
 }  // namespace ddp::launcher::steps

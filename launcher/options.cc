@@ -97,7 +97,7 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args,
   if (Status s = steps::resolve_rendezvous(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_cluster(*raw, environment, out); !s) return s;
   if (!workers && !out.launch.fan_out) return workers;
-  if (Status s = steps::resolve_control(*raw, out); !s) return s;
+  if (Status s = steps::resolve_control(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_output(*raw, environment, out); !s) return s;
   if (Status s = steps::resolve_connections(*raw, out); !s) return s;
   steps::notice_loopback(*raw, out);

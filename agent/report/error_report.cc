@@ -52,7 +52,7 @@ void append_failure(std::ostringstream& os, std::size_t index, const std::string
   os << "  exitcode  : " << f.status.shell_code() << " (pid: " << f.pid << ")";
   if (f.status.signal != 0) os << " killed by " << signal_name(f.status.signal);
   os << "\n";
-  os << "  error_file: " << (r.error ? r.error_file : "<N/A>") << "\n";
+  os << "  error_file: " << (r.error && !r.error_file.empty() ? r.error_file : "<N/A>") << "\n";
   if (r.error) {
     os << "  message   : " << r.error->message << "\n";
     if (!r.error->traceback.empty()) {

@@ -21,6 +21,16 @@ FailureRecord failure_record(const WorkerFailure& failure, const RunSetup& setup
   } else {
     record.error = read_error_file(record.error_file);
   }
+  if (failure.stuck) {  // what the agent saw first; an error file the worker wrote after it
+    const double since = std::chrono::duration<double>(failure.detected.time_since_epoch()).count();
+    std::string message = "stuck: " + *failure.stuck;
+    if (record.error) {
+      message += "\n" + record.error->message;
+    } else {
+      record.error_file.clear();
+    }
+    record.error = ErrorFileInfo{message, record.error ? record.error->traceback : "", since};
+  }
   return record;
 }
 
@@ -34,6 +44,7 @@ std::vector<rendezvous::membership::Failure> to_wire_failures(const Outcome& out
     f.rank = static_cast<std::uint32_t>(setup.group.global_rank_base + w.local_rank);
     f.exit_code = w.status.signal != 0 ? -w.status.signal : w.status.code;
     f.pid = w.pid;
+    f.no_restart = w.stuck.has_value();
     if (w.hang && w.hang->silent) {
       f.hung = true;
       f.step = w.hang->step;

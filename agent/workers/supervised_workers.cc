@@ -20,6 +20,11 @@ namespace {
 using namespace std::chrono_literals;
 constexpr auto kGdbLimit = 30s;      // a debugger that takes longer is killed
 constexpr int kStackHeadLines = 12;  // of the culprit's stack, in the root-cause table
+// A worker SIGKILLed and still alive this much later is given up (docs/unkillable.md). Long
+// enough for the exit of a large process (its memory freed, a GPU driver's teardown); short
+// enough that the default --shutdown-timeout (30 s) plus this stays within the job's default
+// close_timeout (60 s), so the node's report of the stuck worker reaches the job in time.
+constexpr std::chrono::milliseconds kKillTimeout = 15s;
 
 // The program's path on $PATH, or empty.
 std::string on_path(const std::string& program) {
@@ -38,21 +43,6 @@ std::string first_lines(const std::string& text, int lines) {
     pos = text.find('\n', pos == 0 && i == 0 ? 0 : pos + 1);
   }
   return pos == std::string::npos ? text : text.substr(0, pos);
-}
-
-// "(local rank 1, pid 1234 ...)": parent pid chain of `pid` (from /proc), for timer pids that
-// belong to a worker's descendants.
-pid_t parent_of(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return 0;
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 2));
-  char state = 0;
-  pid_t ppid = 0;
-  rest >> state >> ppid;
-  return ppid;
 }
 
 // gdb's attach and detach messages are not the stack.
@@ -107,7 +97,10 @@ void SupervisedWorkers::start(const Round& round) {
   attempt_ = round.restart_count;
   const Status channels =
       watch_.begin_group(round.round, config_.nproc_per_node, round.rank_offset);
-  SupervisorOptions options{config_.nproc_per_node, config_.shutdown_timeout};
+  SupervisorOptions options{.nproc = config_.nproc_per_node,
+                            .shutdown_timeout = config_.shutdown_timeout,
+                            .kill_timeout = kKillTimeout,
+                            .uninterruptible_timeout = config_.uninterruptible_state_timeout};
   groups_.push_back(std::make_unique<Supervisor>(
       io_, launcher_, options,
       [this](int attempt, int local_rank) {
@@ -156,10 +149,12 @@ std::optional<int> SupervisedWorkers::worker_of(pid_t pid) const {
   if (!live()) return std::nullopt;
   const auto& pids = groups_.back()->pids();
   // The pid itself, or up to 32 ancestors (a worker's dataloader, a shell's child).
-  for (int depth = 0; depth < 32 && pid > 1; ++depth, pid = parent_of(pid)) {
+  for (int depth = 0; depth < 32 && pid > 1; ++depth) {
     for (std::size_t r = 0; r < pids.size(); ++r) {
       if (pids[r] == pid && groups_.back()->live(static_cast<int>(r))) return static_cast<int>(r);
     }
+    const auto state = proc::read_process_state(pid);
+    pid = state ? state->ppid : 0;
   }
   return std::nullopt;
 }
@@ -212,12 +207,16 @@ void SupervisedWorkers::act_on_hang(const HangReport& report, std::vector<Captur
       note.silent = true;
       if (i < report.steps.size()) note.step = report.steps[i];
       group.mark_hung(r, std::move(note));
-      launcher_.signal_group(r, SIGKILL);
+      group.kill(r);
       continue;
     }
-    // torchrun's file timer: the pid it names gets the signal it asked for.
-    if (group.pids()[r] == report.pid) group.mark_hung(r, std::move(note));
-    if (::kill(report.pid, report.signal) != 0) {
+    // torchrun's file timer: the pid it names gets the signal it asked for (a worker's
+    // SIGKILL goes to its group, the wait for its exit bounded).
+    const bool worker = group.pids()[r] == report.pid;
+    if (worker) group.mark_hung(r, std::move(note));
+    if (worker && report.signal == SIGKILL) {
+      group.kill(r);
+    } else if (::kill(report.pid, report.signal) != 0) {
       spdlog::warn("cannot send signal {} to pid {}: it is gone", report.signal, report.pid);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 
 namespace ddp::agent {
@@ -14,7 +15,9 @@ Supervisor::Supervisor(boost::asio::io_context& io, proc::ProcessLauncher& launc
       make_spec_(std::move(make_spec)),
       before_attempt_(std::move(before_attempt)),
       done_(std::move(done)),
-      grace_timer_(io) {}
+      grace_timer_(io),
+      kill_timer_(io),
+      state_timer_(io) {}
 
 void Supervisor::start(int attempt) {
   if (phase_ != Phase::kIdle) return;
@@ -32,6 +35,9 @@ void Supervisor::begin_attempt() {
   pids_.assign(options_.nproc, 0);
   live_.assign(options_.nproc, false);
   hang_notes_.assign(options_.nproc, std::nullopt);
+  stuck_.assign(options_.nproc, std::nullopt);
+  killed_at_.assign(options_.nproc, std::nullopt);
+  d_since_.assign(options_.nproc, std::nullopt);
   failures_.clear();
   phase_ = Phase::kRunning;
   if (Status s = before_attempt_(attempt_); !s) {
@@ -50,6 +56,7 @@ void Supervisor::begin_attempt() {
     live_[r] = true;
   }
   spdlog::debug("attempt {}: {} workers started", attempt_, options_.nproc);
+  if (options_.uninterruptible_timeout.count() > 0) sample_states();
 }
 
 void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
@@ -73,7 +80,8 @@ void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
   // A failure of its own during a failure stop (not our death signal), or another worker the
   // agent killed as hung: report it too.
   if (reason_ == StopReason::kFailure && !status.ok() &&
-      ((status.signal != stop_signal_ && status.signal != SIGKILL) || hang_notes_[local_rank])) {
+      ((status.signal != stop_signal_ && status.signal != SIGKILL) || hang_notes_[local_rank] ||
+       stuck_[local_rank])) {
     failures_.push_back(failure_of(local_rank, status));
   }
   if (live_count() == 0) after_stop();
@@ -85,8 +93,13 @@ WorkerFailure Supervisor::failure_of(int local_rank, proc::ExitStatus status) co
                   pids_[local_rank],
                   status,
                   std::chrono::system_clock::now(),
-                  hang_notes_[local_rank]};
+                  hang_notes_[local_rank],
+                  std::nullopt};
   if (f.hang && f.hang->exit_code) f.status = proc::ExitStatus::exited(*f.hang->exit_code);
+  if (const auto& stuck = stuck_[local_rank]) {
+    f.stuck = stuck->what;
+    f.detected = stuck->since;
+  }
   return f;
 }
 
@@ -98,6 +111,7 @@ void Supervisor::mark_hung(int local_rank, HangNote note) {
 
 void Supervisor::stop(int signal, StopReason reason) {
   phase_ = Phase::kStopping;
+  state_timer_.cancel();
   reason_ = reason;
   stop_signal_ = signal;
   for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
@@ -132,8 +146,85 @@ void Supervisor::interrupt(int signal) {
 
 void Supervisor::kill_now() {
   for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
-    if (live_[r]) launcher_.signal_group(r, SIGKILL);
+    if (live_[r]) kill(r);
   }
+}
+
+void Supervisor::kill(int local_rank) {
+  if (!live(local_rank)) return;
+  launcher_.signal_group(local_rank, SIGKILL);
+  if (!killed_at_[local_rank]) killed_at_[local_rank] = std::chrono::steady_clock::now();
+  await_kills();
+}
+
+void Supervisor::await_kills() {
+  if (kill_timer_armed_ || phase_ == Phase::kDone) return;
+  std::optional<std::chrono::steady_clock::time_point> earliest;
+  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
+    if (live_[r] && killed_at_[r] && (!earliest || *killed_at_[r] < *earliest)) {
+      earliest = killed_at_[r];
+    }
+  }
+  if (!earliest) return;
+  kill_timer_armed_ = true;
+  kill_timer_.expires_at(*earliest + options_.kill_timeout);
+  kill_timer_.async_wait([this, attempt = attempt_](const boost::system::error_code& ec) {
+    if (ec || attempt != attempt_) return;
+    kill_timer_armed_ = false;
+    give_up_on_killed();
+  });
+}
+
+std::string Supervisor::describe(int local_rank) const {
+  const pid_t pid = pids_[local_rank];
+  const auto state = options_.inspect(pid);
+  if (!state) return "pid " + std::to_string(pid) + ", no /proc entry";
+  return "pid " + std::to_string(pid) + ", state " + state->describe_state() + ", wait channel " +
+         (state->wchan.empty() ? "none" : state->wchan);
+}
+
+void Supervisor::give_up_on_killed() {
+  const auto now = std::chrono::steady_clock::now();
+  for (int r = 0; r < static_cast<int>(live_.size()) && phase_ != Phase::kDone; ++r) {
+    if (!live_[r] || !killed_at_[r] || now - *killed_at_[r] < options_.kill_timeout) continue;
+    const std::string what =
+        fmt::format("outlived SIGKILL by {:.1f} s: {}",
+                    std::chrono::duration<double>(now - *killed_at_[r]).count(), describe(r));
+    spdlog::error(
+        "worker {} {}; no longer waiting for it: it may still hold its devices (the host "
+        "may need a reboot)",
+        r, what);
+    if (!stuck_[r]) stuck_[r] = StuckNote{what, std::chrono::system_clock::now()};
+    on_exit(r, proc::ExitStatus::killed(SIGKILL));
+  }
+  await_kills();  // the ones SIGKILLed later
+}
+
+void Supervisor::sample_states() {
+  if (phase_ != Phase::kRunning) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
+    const auto state = live_[r] ? options_.inspect(pids_[r]) : std::nullopt;
+    if (!state || state->state != 'D') {
+      d_since_[r].reset();
+      continue;
+    }
+    if (!d_since_[r]) d_since_[r] = now;
+    if (now - *d_since_[r] < options_.uninterruptible_timeout) continue;
+    const std::string what = fmt::format(
+        "in uninterruptible sleep for {:.1f} s (TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT): {}",
+        std::chrono::duration<double>(now - *d_since_[r]).count(), describe(r));
+    spdlog::error("worker {} {}; failing the group without restart", r, what);
+    stuck_[r] = StuckNote{what, std::chrono::system_clock::now()};
+    stop(SIGTERM, StopReason::kFailure);
+    return;
+  }
+  using namespace std::chrono_literals;
+  state_timer_.expires_after(
+      std::clamp<std::chrono::milliseconds>(options_.uninterruptible_timeout / 10, 100ms, 5s));
+  state_timer_.async_wait([this, attempt = attempt_](const boost::system::error_code& ec) {
+    if (!ec && attempt == attempt_) sample_states();
+  });
 }
 
 void Supervisor::end_attempt_groups() {
@@ -165,6 +256,8 @@ void Supervisor::after_stop() {
 void Supervisor::finish(Outcome outcome) {
   phase_ = Phase::kDone;
   grace_timer_.cancel();
+  kill_timer_.cancel();
+  state_timer_.cancel();
   if (done_) done_(outcome);
 }
 

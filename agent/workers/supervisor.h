@@ -4,9 +4,18 @@
 // shutdown_timeout of grace, then SIGKILL), and say once how it ended.
 //
 //   idle -> running -> (all exit 0) -> done: succeeded
-//              |  first non-zero exit / interrupt(sig) / spawn error
+//              |  first non-zero exit / interrupt(sig) / spawn error / stuck in D state
 //              v
-//           stopping -> all exited -> done: failed | interrupted | error
+//           stopping -> all exited (or given up) -> done: failed | interrupted | error
+//
+// Workers SIGKILL cannot end (docs/unkillable.md): every wait for an exit after a SIGKILL is
+// bounded by kill_timeout; a worker still alive then is given up: one error line names its pid,
+// state and wait channel, it counts as exited (killed by SIGKILL) and, in a failed group, as
+// a failure marked `stuck`. With uninterruptible_timeout, a running worker seen in
+// uninterruptible sleep (D) at every sample for that long is `stuck` too and fails the group.
+// A stuck failure tells the job not to restart: the worker may still hold its devices.
+// The D state is sampled (no event exists for it): every uninterruptible_timeout / 10, at
+// least 100 ms apart and at most 5 s.
 //
 // Every OS effect goes through proc::ProcessLauncher; time is an Asio steady_timer on the
 // given io_context. Worker ids given to the launcher are local ranks.
@@ -27,6 +36,7 @@
 
 #include "common/status.h"
 #include "proc/process_launcher.h"
+#include "proc/process_state.h"
 
 namespace ddp::agent {
 
@@ -48,6 +58,10 @@ struct WorkerFailure {
   proc::ExitStatus status;
   std::chrono::system_clock::time_point detected;
   std::optional<HangNote> hang;  // set when the agent killed it as hung
+  // Set when it is stuck (it outlived SIGKILL, or sat in D state too long): what the report
+  // says, e.g. "outlived SIGKILL by 15.0 s: pid 7, state D (disk sleep), wait channel
+  // request_wait_answer". The job must not restart for such a failure.
+  std::optional<std::string> stuck;
 };
 
 struct Outcome {
@@ -61,6 +75,12 @@ struct Outcome {
 struct SupervisorOptions {
   int nproc = 1;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
+  // How long a worker may outlive the SIGKILL it was sent before it is given up.
+  std::chrono::milliseconds kill_timeout{std::chrono::seconds(15)};
+  // TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT: 0 = off.
+  std::chrono::milliseconds uninterruptible_timeout{0};
+  // How a worker's state is read (/proc; tests fake it).
+  std::function<std::optional<proc::ProcessState>(pid_t)> inspect = proc::read_process_state;
 };
 
 class Supervisor {
@@ -87,6 +107,8 @@ class Supervisor {
   void interrupt(int signal);
   // Second Ctrl-C: SIGKILL every live worker group now.
   void kill_now();
+  // SIGKILLs `local_rank`'s group (a worker judged hung); its exit is awaited kill_timeout.
+  void kill(int local_rank);
   // The agent judged `local_rank` hung and is about to kill it: its failure carries `note`.
   void mark_hung(int local_rank, HangNote note);
 
@@ -107,6 +129,15 @@ class Supervisor {
   void finish(Outcome outcome);
   int live_count() const;
   WorkerFailure failure_of(int local_rank, proc::ExitStatus status) const;
+  // Stuck workers: the bound on exits after SIGKILL, and the D-state samples.
+  void await_kills();
+  void give_up_on_killed();
+  void sample_states();
+  std::string describe(int local_rank) const;
+  struct StuckNote {
+    std::string what;
+    std::chrono::system_clock::time_point since;
+  };
 
   proc::ProcessLauncher& launcher_;
   SupervisorOptions options_;
@@ -114,6 +145,9 @@ class Supervisor {
   BeforeAttempt before_attempt_;
   Done done_;
   boost::asio::steady_timer grace_timer_;
+  boost::asio::steady_timer kill_timer_;   // the earliest SIGKILL's bound; armed when pending
+  boost::asio::steady_timer state_timer_;  // the next D-state sample
+  bool kill_timer_armed_ = false;
 
   Phase phase_ = Phase::kIdle;
   StopReason reason_ = StopReason::kFailure;
@@ -122,7 +156,10 @@ class Supervisor {
   std::vector<pid_t> pids_;
   std::vector<bool> live_;
   std::vector<WorkerFailure> failures_;
-  std::vector<std::optional<HangNote>> hang_notes_;  // by local rank
+  std::vector<std::optional<HangNote>> hang_notes_;                              // by local rank
+  std::vector<std::optional<StuckNote>> stuck_;                                  // by local rank
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> killed_at_;  // SIGKILL sent
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> d_since_;    // first seen D
   Status error_;
 };
 

@@ -13,7 +13,8 @@
 //           kStopping --(no restarts left | < MIN nodes remain)--> kFinished (exit != 0)
 // Restarts: a worker failure moves restart_count once per round, when the stop begins (later
 // reports for the same round are recorded for the root cause, not counted); max_restarts
-// exhausted means the job fails. Departures (a participant lost while running: LEAVE, closed
+// exhausted means the job fails, as does a failure marked no_restart (a stuck worker:
+// messages.h). Departures (a participant lost while running: LEAVE, closed
 // connection, missed heartbeats) re-form the job without moving it, as long as >= MIN nodes
 // remain; only the departures after the first max_nodes of the job's life count like a
 // failure (the bound on a flapping node). A waiting node's restart does not move it.
@@ -160,6 +161,10 @@ class Job {
   void complete_round(Events& out);
   void begin_stop(StopReason reason, bool counts, std::string detail, Events& out);
   void mark_stopped(Member& m);
+  // A failure of this round from failures_[from] on with no_restart: the stop ends the job
+  // (outcome_ kFail), and `detail` says why. False when there is none. Each failure is looked
+  // at once per round (begin_stop from 0, each later report from its own).
+  bool refuse_restart_if_stuck(std::size_t from, std::string& detail);
   void maybe_finish_stop(Events& out);
   void finish(bool success, std::string reason, bool notify, Events& out);
   std::optional<Failure> earliest_failure() const;  // root_cause_of(failures_)

@@ -103,12 +103,16 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
   touch(id, m);
   if (round == round_ && m.role == Role::kParticipant &&
       (state_ == State::kRunning || state_ == State::kStopping)) {
+    const std::size_t reported = failures_.size();  // this report's failures start here
     for (Failure& f : failures) {
       f.node_key = m.info.node_key;
       f.group_rank = m.group_rank;
       add_failure(std::move(f));
     }
     mark_stopped(m);
+    if (state_ == State::kStopping && outcome_ != Outcome::kFail) {
+      refuse_restart_if_stuck(reported, finish_reason_);
+    }
     if (state_ == State::kRunning) {
       std::string detail = describe(m) + " reported a worker failure";
       if (auto first = earliest_failure()) {
@@ -228,7 +232,9 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
   outcome_ = Outcome::kRestart;
   forming_since_ = now_;
   if (reason == StopReason::kWorkerFailed) count_failure(FailureCause::kWorkerFailed);
-  if (counts) {
+  // A stuck worker ends the job with this stop (outcome kFail): the restart count stays.
+  const bool stuck = refuse_restart_if_stuck(0, detail);
+  if (counts && !stuck) {
     if (restart_count_ < config_.max_restarts) {
       ++restart_count_;
       ++counters_.restarts;
@@ -247,6 +253,19 @@ void Job::begin_stop(StopReason reason, bool counts, std::string detail, Events&
     out.push_back({id, StopWorkers{round_, reason, detail, told}});
   });
   maybe_finish_stop(out);
+}
+
+bool Job::refuse_restart_if_stuck(std::size_t from, std::string& detail) {
+  for (std::size_t i = from; i < failures_.size(); ++i) {
+    const Failure& f = failures_[i];
+    ++visits_;
+    if (!f.no_restart) continue;
+    outcome_ = Outcome::kFail;
+    detail += "; no restart: worker rank " + std::to_string(f.rank) + " on node " + f.node_key +
+              " is stuck (it may still hold its devices)";
+    return true;
+  }
+  return false;
 }
 
 void Job::mark_stopped(Member& m) {

@@ -97,8 +97,8 @@ JobView Job::view() const {
     v.finish_reason = finish_reason_;
     v.root_cause = root_cause_;
   }
-  const auto waiting = participant_count_ >= config_.max_nodes ? NodeView::Role::kSpare
-                                                                : NodeView::Role::kWaiting;
+  const auto waiting =
+      participant_count_ >= config_.max_nodes ? NodeView::Role::kSpare : NodeView::Role::kWaiting;
   auto to_view = [waiting](const Member& m) {
     NodeView n;
     n.info = m.info;

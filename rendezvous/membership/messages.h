@@ -37,6 +37,9 @@ struct NodeInfo {
 // its last beat, and `step` the last step its beats carried (none: it never beat, or beat
 // without steps). Hung workers are ordered among themselves by step first (root_cause_of):
 // when each agent read its workers' beats depends on scheduling, how far they got does not.
+//
+// `no_restart`: the job must not restart for this failure (a worker its agent could not end,
+// or one stuck in uninterruptible sleep: docs/unkillable.md); the round's stop ends the job.
 struct Failure {
   std::string node_key;
   std::uint32_t group_rank = 0;
@@ -50,6 +53,7 @@ struct Failure {
   bool hung = false;
   std::optional<std::int64_t> step;  // hung: the last step it beat
   Diagnosis diagnosis;               // its last lines and stack head (bounded; diagnosis.h)
+  bool no_restart = false;
   bool operator==(const Failure&) const = default;
 };
 

@@ -25,6 +25,7 @@ void put_failure(std::string& out, const Failure& f) {
     put<std::uint64_t>(out, lines->size());
     for (const std::string& line : *lines) put_str(out, line);
   }
+  put<std::uint8_t>(out, f.no_restart ? 1 : 0);
 }
 
 bool Reader::get_bool(const char* what) {
@@ -83,6 +84,7 @@ Failure Reader::failure() {
   if (hang == 2) f.step = step;
   f.diagnosis.last_lines = lines("last lines");
   f.diagnosis.stack_head = lines("stack head");
+  f.no_restart = get_bool("failure no_restart");
   return f;
 }
 

@@ -43,6 +43,7 @@
 //              i64 pid, i64 time, error_file str, message str,
 //              u8 hang (0 not hung, 1 hung, 2 hung with a step), i64 step (0 unless 2),
 //              last_lines, stack_head (lines := u64 n <= 40, n x str; diagnosis.h's bounds)
+//              u8 no_restart
 //
 // Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR); every other push
 // comes whenever the job changes. TCPStore queries may share the connection: once it has sent a

@@ -390,6 +390,18 @@ TEST_CASE("help and version need no program", "[launcher]") {
   CHECK(ok({"--version"}).action == Invocation::Action::kVersion);
 }
 
+TEST_CASE("TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT: seconds, off unless set", "[launcher]") {
+  using namespace std::chrono_literals;
+  CHECK(ok({"x.py"}).config.uninterruptible_state_timeout == 0ms);
+  Machine env{.env = {{"TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT", "1.5"}}};
+  CHECK(ok({"x.py"}, env).config.uninterruptible_state_timeout == 1500ms);
+  env.env["TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT"] = "";
+  CHECK(ok({"x.py"}, env).config.uninterruptible_state_timeout == 0ms);
+  env.env["TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT"] = "soon";
+  CHECK_THAT(error({"x.py"}, env), Catch::Contains("TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT") &&
+                                       Catch::Contains("soon"));
+}
+
 TEST_CASE("torchrun 2.9-2.15 options: values, env fallbacks, accepted defaults", "[launcher]") {
   // --log-line-prefix-template: the option, else PET_*, else TORCHELASTIC_*.
   CHECK(ok({"x.py"}).config.log_line_prefix_template.empty());

@@ -18,8 +18,10 @@ TEST_CASE("failure wire: local failures become the daemon's failures", "[failure
   Outcome outcome;
   outcome.kind = Outcome::Kind::kFailed;
   auto seen = std::chrono::system_clock::time_point(std::chrono::seconds(1800000000));
-  outcome.failures.push_back({2, 1, 111, proc::ExitStatus::exited(3), seen, std::nullopt});
-  outcome.failures.push_back({2, 0, 110, proc::ExitStatus::killed(SIGKILL), seen, std::nullopt});
+  outcome.failures.push_back(
+      {2, 1, 111, proc::ExitStatus::exited(3), seen, std::nullopt, std::nullopt});
+  outcome.failures.push_back(
+      {2, 0, 110, proc::ExitStatus::killed(SIGKILL), seen, std::nullopt, std::nullopt});
   auto wire = to_wire_failures(outcome, setup, 2);
   REQUIRE(wire.size() == 2);
   CHECK(wire[0].rank == 5);
@@ -56,6 +58,30 @@ TEST_CASE("failure wire: a stack file's head travels with the failure", "[failur
   CHECK(wire[0].diagnosis.stack_head.back() == "frame 39");
   CHECK(wire[1].diagnosis.stack_head.empty());
   std::filesystem::remove_all(setup.log_dir);
+}
+
+TEST_CASE("failure wire: a stuck worker says so, must not be restarted, has no error file",
+          "[failure_wire]") {
+  RunSetup setup;
+  setup.log_dir = std::filesystem::temp_directory_path() / "ddp_failure_wire_stuck_test";
+  Outcome outcome;
+  outcome.kind = Outcome::Kind::kFailed;
+  const auto seen = std::chrono::system_clock::time_point(std::chrono::seconds(1800000000));
+  WorkerFailure w{0, 1, 77, proc::ExitStatus::killed(SIGKILL), seen, std::nullopt, std::nullopt};
+  w.stuck = "outlived SIGKILL by 30.0 s: pid 77, state D (disk sleep), wait channel x";
+  outcome.failures.push_back(w);
+  outcome.failures.push_back(
+      {0, 0, 76, proc::ExitStatus::exited(1), seen, std::nullopt, std::nullopt});
+  const auto wire = to_wire_failures(outcome, setup, 0);
+  REQUIRE(wire.size() == 2);
+  CHECK(wire[0].no_restart);
+  CHECK(wire[0].message == "stuck: " + *w.stuck);
+  CHECK(wire[0].error_file.empty());
+  CHECK(wire[0].time.time_since_epoch() == std::chrono::seconds(1800000000));
+  CHECK_FALSE(wire[1].no_restart);
+  const std::string table = format_job_root_cause("train.py", wire[0]);
+  CHECK_THAT(table, Catch::Contains("error_file: <N/A>") &&
+                        Catch::Contains("message   : stuck: outlived SIGKILL"));
 }
 
 TEST_CASE("failure wire: the job's root cause as torchrun's table", "[failure_wire]") {

@@ -265,6 +265,44 @@ TEST_CASE("restarts exhausted: the job fails with the earliest failure across no
   CHECK(h.job().exit_code() == f1.exit_code);
 }
 
+// Rank `rank` on its node could not be ended (SIGKILLed): the job must not restart for it.
+Failure stuck_failure(std::uint32_t rank, std::int64_t unix_us) {
+  Failure f = failure(rank, -9, unix_us);
+  f.no_restart = true;
+  return f;
+}
+
+TEST_CASE("a stuck worker's failure ends the job though restarts remain", "[restart]") {
+  Harness h;
+  h.config.max_restarts = 3;
+  start(h, 2);
+  Events e = h.send(2, ReportFailure{1, {stuck_failure(1, 5'000'000)}});
+  CHECK_THAT(only_for<StopWorkers>(e, 1).detail,
+             Catch::Contains("no restart: worker rank 1 on node host-2 is stuck"));
+  e = h.send(1, WorkersStopped{1});
+  REQUIRE(of_type<JobFinished>(e).size() == 2);
+  CHECK(of_type<RoundComplete>(e).empty());
+  const JobFinished f = only_for<JobFinished>(e, 1);
+  REQUIRE(f.root_cause);
+  CHECK(f.root_cause->no_restart);
+  CHECK(f.exit_code == 128 + 9);
+  CHECK(h.job().restart_count() == 0);
+}
+
+TEST_CASE("a stuck worker reported during another node's stop cancels its restart", "[restart]") {
+  Harness h;
+  h.config.max_restarts = 3;
+  start(h, 2);
+  Events e = h.send(1, ReportFailure{1, {failure(0, 3, 4'000'000)}});
+  CHECK(of_type<StopWorkers>(e).size() == 2);
+  e = h.send(2, ReportFailure{1, {stuck_failure(1, 5'000'000)}});
+  REQUIRE(of_type<JobFinished>(e).size() == 2);
+  const JobFinished f = only_for<JobFinished>(e, 2);
+  CHECK(f.root_cause->rank == 0);  // still the earliest failure
+  CHECK(f.exit_code == 3);
+  CHECK_THAT(f.reason, Catch::Contains("worker rank 1 on node host-2 is stuck"));
+}
+
 TEST_CASE("fewer than MIN survivors: the job fails", "[restart]") {
   Harness h;
   start(h, 2);

@@ -35,6 +35,13 @@ Failure hung_failure(std::optional<std::int64_t> step) {
   return f;
 }
 
+// A worker its agent could not end: the job must not restart for it.
+Failure stuck_failure() {
+  Failure f = sample_failure();
+  f.no_restart = true;
+  return f;
+}
+
 std::vector<Request> sample_requests() {
   Config c;
   c.min_nodes = 2;
@@ -53,6 +60,7 @@ std::vector<Request> sample_requests() {
           ReportFailure{3, {sample_failure(), Failure{}}},
           ReportFailure{4, {}},
           ReportFailure{4, {hung_failure(41), hung_failure(std::nullopt), hung_failure(-7)}},
+          ReportFailure{4, {stuck_failure(), sample_failure()}},
           WorkersStopped{5},
           ReportSuccess{6},
           Leave{"SIGTERM"},
@@ -66,6 +74,7 @@ std::vector<Payload> sample_pushes() {
           StopWorkers{2, StopReason::kWorkerFailed, "rank 7 failed", sample_failure()},
           StopWorkers{2, StopReason::kWorkerFailed, "rank 7 hung", hung_failure(4)},
           JobFinished{137, "failed: rank 7", sample_failure()},
+          JobFinished{137, "failed: rank 7 stuck", stuck_failure()},
           JobFinished{0, "every worker exited 0", std::nullopt},
           ErrorEvent{ErrorCode::kTimeout, "timed out"},
           ErrorEvent{ErrorCode::kJobFinished, "job 'x' finished (...)"},
@@ -167,6 +176,13 @@ TEST_CASE("a failure's last lines and stack head beyond their bounds are errors"
   over.push_back(full);
   CHECK_THAT(decoded(over, {}).error,
              Catch::Contains("last lines of 4320 bytes exceed the limit of 4096 bytes"));
+}
+
+TEST_CASE("a failure's no_restart byte is 0 or 1, the failure's last", "[wire]") {
+  std::string bytes = encode_request(ReportFailure{1, {stuck_failure()}});
+  CHECK(bytes.back() == 1);
+  bytes.back() = 2;
+  CHECK_THAT(decode_request(bytes).error, Catch::Contains("failure no_restart flag is 2"));
 }
 
 TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]") {
