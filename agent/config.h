@@ -44,6 +44,8 @@ struct AgentConfig {
 
   std::string role = "default";
   int max_restarts = 0;
+  int max_no_progress_restarts = 0;  // docs/progress.md; 0: off
+  int no_progress_exit_code = 93;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
   // Hang detection (docs/hangs.md): 0 = off; a worker that beat and then stays silent this long
   // is hung. first_beat: a worker that never beat is judged from its start (unset: never).

@@ -87,6 +87,9 @@ JobView Job::view() const {
   v.round_completed_at = round_completed_at_;
   v.last_stop = last_stop_;
   v.counters = counters_;
+  v.best_step = best_step_;
+  v.no_progress_restarts = no_progress_restarts_;
+  v.stepping = goodput(now_).stepping;
   if (state_ == State::kFinished) {
     v.finished_at = finished_at_;
     v.exit_code = exit_code_;

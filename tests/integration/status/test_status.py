@@ -90,7 +90,7 @@ class JobTest(Case):
         # `ddprun status`: the table, one job with its nodes, the JSON, an unknown run id.
         code, out, err = self.ddprun_status("127.0.0.1:%d" % sp)
         self.assertEqual(code, 0, err)
-        self.assertRegex(out, r"RUN ID +STATE +ROUND +RESTARTS +NODES +WORKERS +LAST FAILURE\n")
+        self.assertRegex(out, r"RUN ID +STATE +ROUND +RESTARTS +NODES +WORKERS +GOODPUT +LAST FAILURE\n")
         self.assertRegex(out, r"\nstatus-job +running +1 +0/1 +2 +4 +-\n")
         code, out, err = self.ddprun_status("127.0.0.1:%d" % sp, run_id)
         self.assertEqual(code, 0, err)
