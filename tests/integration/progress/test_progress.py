@@ -148,7 +148,7 @@ class GoodputTest(Case):
         self.assertAlmostEqual(fin["wall_seconds"], wall, delta=0.05 * wall)
 
     def test_the_status_port_of_a_c10d_pair(self):
-        daemon = statuslib.Daemon(self.tmp, DAEMON)
+        daemon = statuslib.Daemon(self.tmp, DAEMON, ["--require-secret"])
         self.addCleanup(daemon.stop)
         secret = os.path.join(self.tmp, "secret")  # progress reports go in AUTH_FRAMEs
         with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:

@@ -82,7 +82,7 @@ TEST_CASE("restarts without a new step end the job with the no-progress exit cod
   CHECK(h.job().exit_code() == 93);
 }
 
-TEST_CASE("a round that passes the best step resets the count; one below it does not",
+TEST_CASE("a round that passes the best step resets the count, one below it does not",
           "[progress]") {
   Harness h;
   h.config.max_restarts = 10;
