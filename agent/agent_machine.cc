@@ -98,7 +98,7 @@ void AgentMachine::on_workers_progress() {
   if ((state_ != State::kRunning && state_ != State::kStopping) || progress_timer_) return;
   progress_timer_ = clock_.after(options_.progress_interval, [this] {
     progress_timer_.reset();
-    send_progress();
+    if (state_ == State::kRunning || state_ == State::kStopping) send_progress();
   });
 }
 
@@ -134,6 +134,8 @@ void AgentMachine::on_job_finished(const rendezvous::membership::JobFinished& fi
   workers_.kill_now();
   exit_code_ = finished.exit_code;
   goodput_ = finished.goodput;
+  if (progress_timer_) clock_.cancel(*progress_timer_);  // nobody wants the steps any more
+  progress_timer_.reset();
   if (finished.goodput.stepping.count() > 0) {
     spdlog::info("job {}: goodput {:.1f}% ({:.1f} s stepping of {:.1f} s since the first join)",
                  options_.run_id, 100 * finished.goodput.ratio(),
