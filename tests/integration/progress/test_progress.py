@@ -5,7 +5,8 @@ agents on loopback.
 
 NoProgressTest: a worker that always dies before its first heartbeat: with
 --max-no-progress-restarts 2 the job stops after 2 restarts, with the no-requeue exit code (93,
-or --no-progress-exit-code), though --max-restarts would allow more; one node and a c10d pair.
+or --no-progress-exit-code), though --max-restarts would allow more; one node, a c10d pair and an
+etcd pair (skipped where etcd is not installed).
 GoodputTest: workers beat steps for a known time, fail, restart, beat again and succeed; the
 goodput of the event log's last line (one node), and of /api/jobs, /metrics and `ddprun status`
 (a c10d pair on a standalone daemon) is within 5 % of the schedule the workers recorded.
@@ -22,6 +23,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 sys.path.insert(0, os.path.join(HERE, "..", "status"))
+import etcd  # noqa: E402
 import statuslib  # noqa: E402
 from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
@@ -63,16 +65,16 @@ class Case(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def pair(self, mode, endpoint, extra, hosted=True):
-        """Two agents (127.0.0.2 and .3, two workers each) of one c10d job at `endpoint`; with
-        `hosted`, the first one hosts the rendezvous (the second starts once it does)."""
+    def pair(self, mode, endpoint, extra, hosted=True, backend="c10d"):
+        """Two agents (127.0.0.2 and .3, two workers each) of one job at `endpoint`; with
+        `hosted` (c10d), the first one hosts the rendezvous (the second starts once it does)."""
         agents = []
         for name, addr in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
-            agents.append(self.agent(name, mode, ["--nnodes", "2", "--rdzv-backend", "c10d",
+            agents.append(self.agent(name, mode, ["--nnodes", "2", "--rdzv-backend", backend,
                                                   "--rdzv-endpoint", endpoint, "--rdzv-id",
                                                   "progress", "--local-addr", addr] + extra,
                                      nproc=2))
-            if hosted and name == "a":
+            if hosted and backend == "c10d" and name == "a":
                 wait_for(lambda: "hosting the rendezvous" in agents[0].stderr(), 20,
                          "the first agent to host the rendezvous")
         return agents
@@ -126,6 +128,18 @@ class NoProgressTest(Case):
         endpoint = "127.0.0.1:%d" % free_port()
         for name, agent in zip("ab", self.pair("die", endpoint,
                                                self.ARGS + ["--rdzv-conf", CONF])):
+            self.assertEqual(agent.wait(), 93, name + ": " + agent.stderr())
+            self.assertIn("do not requeue", agent.stderr())
+
+
+    def test_both_nodes_of_an_etcd_job_exit_with_the_code(self):
+        try:
+            cluster = etcd.Cluster(1)
+        except etcd.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(cluster.stop)
+        for name, agent in zip("ab", self.pair("die", cluster.endpoints(), self.ARGS + [
+                "--rdzv-conf", CONF + ",lease_ttl=2"], backend="etcd")):
             self.assertEqual(agent.wait(), 93, name + ": " + agent.stderr())
             self.assertIn("do not requeue", agent.stderr())
 
