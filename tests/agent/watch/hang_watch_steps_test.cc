@@ -23,7 +23,7 @@ void beat(const std::filesystem::path& path, const std::string& line) {
   ::close(fd);
 }
 
-TEST_CASE("new step values call on_step; step_report has the stepping ranks and times",
+TEST_CASE("new step values call on_step, and step_report has the stepping ranks and times",
           "[hang][progress]") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("ddp_steps_test_" + std::to_string(::getpid()));
