@@ -34,6 +34,9 @@ void HangWatch::start() {
 }
 
 void HangWatch::stop() {
+  for (auto& channel : channels_) {
+    if (channel) channel->read_pending();
+  }
   done_ = true;
   timer_.cancel();
 }

@@ -34,7 +34,8 @@ class HangWatch {
   Status open_channel(int local_rank, const std::filesystem::path& path);
   // Starts judging (the group's workers started now).
   void start();
-  // The group ended: no more reports.
+  // The group ended: its beats not read yet are read now (a worker's last step before it
+  // exited), then no more reports.
   void stop();
   // A worker on another node was judged hung: this group's workers hung beside it
   // (HangJudge::hung_beside), reported here instead of through on_hung; afterwards no more

@@ -65,5 +65,24 @@ TEST_CASE("new step values call on_step, and step_report has the stepping ranks 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("stop() reads the beats a worker wrote just before it exited", "[hang][progress]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ddp_steps_stop_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  boost::asio::io_context io;
+  int steps = 0;
+  HangWatch watch(
+      io, HangLimits{}, 0, [](HangReport) {}, [&steps] { ++steps; });
+  REQUIRE(watch.open_channel(0, dir / "beat-0"));
+  watch.start();
+  beat(dir / "beat-0", "41\n42\n");  // the loop never ran: nothing read yet
+  CHECK(watch.step_report(1).ranks.empty());
+  watch.stop();
+  CHECK(steps == 2);
+  REQUIRE(watch.step_report(1).ranks.size() == 1);
+  CHECK(watch.step_report(1).ranks[0].step == 42);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ddp::agent
