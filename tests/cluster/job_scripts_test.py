@@ -5,7 +5,9 @@ PBS_NODEFILE, and the ssh script with a hostfile naming this machine. The Slurm 
 runs on two nodes (127.0.0.1 and 127.0.0.2, one agent each started by the stand-in srun, no
 rendezvous flags); the multi-node form of the others needs pbsdsh or reachable ssh hosts,
 which this machine lacks: refused with exit 2 before anything starts (tests/integration/fanout
-runs both for real). The scripts also pass bash -n.
+runs both for real). The requeue scripts (docs/progress.md) run on one node with stand-ins for
+scontrol and qsub: a job without progress exits 93 and is not requeued, one that fails with
+progress is. The scripts also pass bash -n.
 
 usage: job_scripts_test.py DDPRUN JOBS_DIR"""
 import glob
