@@ -127,7 +127,7 @@ EventOrigin event_origin(const AgentConfig& config, const RunSetup& setup,
 // Runs the policy over the mechanisms until the job is over for this node.
 int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
           proc::DeathWatch& death_watch, RendezvousBackend& backend, JobReport& report,
-          EventLog& event_log) {
+          EventLog& event_log, std::chrono::milliseconds progress_interval) {
   SupervisedWorkers workers(io, config, setup, &death_watch, &event_log);
   if (Status s = workers.start_watch(); !s) {
     spdlog::error("{}", s.message());
@@ -138,7 +138,10 @@ int drive(asio::io_context& io, const AgentConfig& config, RunSetup& setup,
   StdinWatch stdin_watch(io);
   int exit_code = 1;
   AgentMachine machine(backend, workers, clock, report,
-                       {.run_id = setup.group.run_id, .event_log = &event_log}, [&](int code) {
+                       {.run_id = setup.group.run_id,
+                        .event_log = &event_log,
+                        .progress_interval = progress_interval},
+                       [&](int code) {
                          exit_code = code;
                          signals.cancel();
                          stdin_watch.cancel();
@@ -198,7 +201,9 @@ int run(const AgentConfig& config) {
   asio::io_context io;
   Result<std::unique_ptr<MembershipLink>> link = internal_error("no link");
   std::unique_ptr<JobReport> report;
+  std::chrono::milliseconds progress_interval = std::chrono::seconds(1);  // the job's keep-alive
   if (etcd) {
+    progress_interval = etcd->rdzv.config.keep_alive_interval;
     backend_name = "etcd";  // etcd-v2 and etcd-v3 are the same backend
     auto secret = job_secret(config, etcd->rdzv.secret_file);
     if (!secret) {
@@ -216,6 +221,7 @@ int run(const AgentConfig& config) {
       return 2;
     }
     backend_name = config.rdzv_backend;
+    progress_interval = rdzv->config.keep_alive_interval;
     auto secret = job_secret(config, rdzv->secret_file);
     if (!secret) {
       std::fprintf(stderr, "ddprun: error: %s\n", secret.status().message().c_str());
@@ -233,7 +239,7 @@ int run(const AgentConfig& config) {
   int code = 1;
   if (link) {
     MembershipBackend backend(io, std::move(link).value());
-    code = drive(io, config, *setup, **death_watch, backend, *report, event_log);
+    code = drive(io, config, *setup, **death_watch, backend, *report, event_log, progress_interval);
   } else {
     spdlog::error("{}", link.status().message());
     event_log.finish(1, "error");

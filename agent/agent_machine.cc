@@ -94,8 +94,24 @@ void AgentMachine::on_workers_hung(const HangReport& report) {
   workers_.abort_hung(report);
 }
 
+void AgentMachine::on_workers_progress() {
+  if ((state_ != State::kRunning && state_ != State::kStopping) || progress_timer_) return;
+  progress_timer_ = clock_.after(options_.progress_interval, [this] {
+    progress_timer_.reset();
+    if (state_ == State::kRunning || state_ == State::kStopping) send_progress();
+  });
+}
+
+void AgentMachine::send_progress() {
+  if (progress_timer_) clock_.cancel(*progress_timer_);
+  progress_timer_.reset();
+  rendezvous::membership::Progress progress = workers_.progress();
+  if (!progress.ranks.empty()) backend_.report_progress(std::move(progress));
+}
+
 void AgentMachine::report(const WorkersResult& result) {
   if (!answered_.insert(round_).second) return;
+  send_progress();  // the round's last steps, before its answer
   switch (result.outcome.kind) {
     case Outcome::Kind::kSucceeded:
       backend_.report_success(round_);
@@ -117,6 +133,15 @@ void AgentMachine::on_job_finished(const rendezvous::membership::JobFinished& fi
   if (state_ == State::kFinishing || state_ == State::kDone) return;
   workers_.kill_now();
   exit_code_ = finished.exit_code;
+  goodput_ = finished.goodput;
+  if (progress_timer_) clock_.cancel(*progress_timer_);  // nobody wants the steps any more
+  progress_timer_.reset();
+  if (finished.goodput.stepping.count() > 0) {
+    spdlog::info("job {}: goodput {:.1f}% ({:.1f} s stepping of {:.1f} s since the first join)",
+                 options_.run_id, 100 * finished.goodput.ratio(),
+                 std::chrono::duration<double>(finished.goodput.stepping).count(),
+                 std::chrono::duration<double>(finished.goodput.wall).count());
+  }
   if (finished.exit_code != 0) events().failure(finished);
   report_.job_finished(finished, last_result_ ? &*last_result_ : nullptr);
   state_ = State::kFinishing;
@@ -190,9 +215,11 @@ void AgentMachine::finish(int exit_code) {
   if (lost_ && signal_ == 0) exit_code = 1;
   state_ = State::kDone;
   exit_code_ = exit_code;
-  events().finish(exit_code_, signal_ != 0 ? "signal" : lost_ ? "lost" : "job_finished");
+  events().finish(exit_code_, signal_ != 0 ? "signal" : lost_ ? "lost" : "job_finished", goodput_);
   if (linger_) clock_.cancel(*linger_);
   linger_.reset();
+  if (progress_timer_) clock_.cancel(*progress_timer_);
+  progress_timer_.reset();
   workers_.kill_now();
   backend_.close();
   if (on_done_) on_done_(exit_code_);

@@ -29,6 +29,8 @@
 //     steps across nodes; without such workers, a plain stop.
 //   kRunning / kStopping + on_lost: workers stopped (SIGTERM, then the shutdown timeout), kDone
 //     with 1 (128 + signal when a signal came first).
+//   kRunning / kStopping + a new step beaten: a progress report within progress_interval
+//     (at most one per interval), and the round's last one before its answer.
 //
 // Exit code: the job's (the same on every node) after on_job_finished; 128 + signal when a
 // signal made this node leave; 1 when the node lost the job.
@@ -63,6 +65,9 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
     // The event log this machine reports rounds, restarts, failures and its end to; none when
     // null. Not owned; must outlive the machine.
     EventLog* event_log = nullptr;
+    // At most one progress report per this interval while workers beat new steps (the
+    // rendezvous' keep_alive_interval), and one more before each round's answer.
+    std::chrono::milliseconds progress_interval{std::chrono::seconds(1)};
   };
   // `on_done(exit_code)` runs once, when the machine reaches kDone.
   AgentMachine(RendezvousBackend& backend, Workers& workers, Clock& clock, JobReport& report,
@@ -83,6 +88,7 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
   // WorkerEvents
   void on_workers_done(const WorkersResult& result) override;
   void on_workers_hung(const HangReport& report) override;
+  void on_workers_progress() override;
 
   State state() const { return state_; }
   int exit_code() const { return exit_code_; }
@@ -90,6 +96,7 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
  private:
   void stop_workers(int signal);
   void report(const WorkersResult& result);
+  void send_progress();
   void finish(int exit_code);
   EventLog& events() { return options_.event_log != nullptr ? *options_.event_log : no_log_; }
 
@@ -110,6 +117,8 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
   int signal_ = 0;     // the signal this node leaves for; 0 when none
   bool lost_ = false;  // the backend reported on_lost
   std::optional<Clock::TimerId> linger_;
+  std::optional<Clock::TimerId> progress_timer_;  // a progress report is due when it fires
+  std::optional<rendezvous::membership::Goodput> goodput_;  // the job's, once it finished
   int exit_code_ = 1;
 };
 

@@ -44,6 +44,8 @@ struct AgentConfig {
 
   std::string role = "default";
   int max_restarts = 0;
+  int max_no_progress_restarts = 0;  // docs/progress.md; 0: off
+  int no_progress_exit_code = 93;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
   // TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (docs/unkillable.md): a running worker in
   // uninterruptible sleep (D) this long fails the group, and the job does not restart; 0 = off.

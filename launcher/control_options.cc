@@ -92,6 +92,14 @@ Status resolve_control(const RawOptions& raw, const LaunchEnvironment& environme
   auto max_restarts = parse_integer(restarts.origin, restarts.text, 0, 1 << 30);
   if (!max_restarts) return from(restarts, max_restarts.status());
   config.max_restarts = static_cast<int>(*max_restarts);
+  const RawValue& no_progress = raw.at("max_no_progress_restarts");
+  auto max_no_progress = parse_integer(no_progress.origin, no_progress.text, 0, 1 << 20);
+  if (!max_no_progress) return from(no_progress, max_no_progress.status());
+  config.max_no_progress_restarts = static_cast<int>(*max_no_progress);
+  const RawValue& code = raw.at("no_progress_exit_code");
+  auto no_progress_code = parse_integer(code.origin, code.text, 1, 255);
+  if (!no_progress_code) return from(code, no_progress_code.status());
+  config.no_progress_exit_code = static_cast<int>(*no_progress_code);
 
   const RawValue& role = raw.at("role");
   if (role.text.empty()) {

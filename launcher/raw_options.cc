@@ -19,7 +19,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 55> kOptions{{
+constexpr std::array<OptionSpec, 57> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -33,6 +33,11 @@ constexpr std::array<OptionSpec, 55> kOptions{{
     {"max_restarts", "", false, "0",
      "Group restarts after worker failures before the job fails (nodes leaving an elastic job "
      "use none)"},
+    {"max_no_progress_restarts", "", false, "0",
+     "Stop the job after this many restarts in a row without a new step (workers' heartbeats, "
+     "docs/progress.md); 0: off"},
+    {"no_progress_exit_code", "", false, "93",
+     "Exit code of a job stopped for lack of progress: tells the scheduler not to requeue"},
     {"monitor_interval", "", false, "0.1", "Accepted for torchrun compatibility; exits are events"},
     {"start_method", "", false, "spawn", "Accepted: spawn, fork or forkserver"},
     {"role", "", false, "default", "Worker role name (ROLE_NAME, output prefix)"},

@@ -73,13 +73,21 @@ std::string failure_text(const json& job) {
   return "-";
 }
 
+// "83.5%" (docs/goodput.md), or "-" from a daemon that does not report it.
+std::string goodput_text(const json& job) {
+  if (!job.contains("goodput") || !job["goodput"].is_number()) return "-";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * job["goodput"].get<double>());
+  return buf;
+}
+
 std::vector<std::string> job_row(const json& j) {
   std::string state = text(j["state"]);
   if (!j["exit_code"].is_null()) state += " (exit " + text(j["exit_code"]) + ")";
   return {text(j["run_id"]),     state,
           text(j["round"]),      text(j["restart_count"]) + "/" + text(j["max_restarts"]),
           text(j["node_count"]), text(j["world_size"]),
-          failure_text(j)};
+          goodput_text(j),       failure_text(j)};
 }
 
 // The job's failed workers with their last lines and stack heads (docs/diagnosis.md).
@@ -101,8 +109,8 @@ std::string failed_workers_text(const json& j) {
   return out;
 }
 
-const std::vector<std::string> kJobHeader = {"RUN ID", "STATE",   "ROUND",       "RESTARTS",
-                                             "NODES",  "WORKERS", "LAST FAILURE"};
+const std::vector<std::string> kJobHeader = {"RUN ID", "STATE",   "ROUND",   "RESTARTS",
+                                             "NODES",  "WORKERS", "GOODPUT", "LAST FAILURE"};
 
 }  // namespace
 

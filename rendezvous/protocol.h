@@ -54,7 +54,7 @@
 //   0x89  AUTH_FRAME (agent -> daemon)  u64 counter, u8[32] mac, | covered:
 //                                       u8 has_wrap (0/1), [u8[32] agent X25519 public key,
 //                                       u8[32] wrapped job key], u64 n, n bytes: one native
-//                                       request 0x80..0x87 (membership/wire.h)
+//                                       request 0x80..0x87 or 0x8B (membership/wire.h)
 //
 //   agent                                        daemon
 //     | AUTH_HELLO "job-A"                          |  binds the connection to job-A

@@ -21,6 +21,8 @@ Result<std::unique_ptr<LocalLink>> LocalLink::start(boost::asio::io_context& io,
   if (!store) return store.status();
   membership::Config job;
   job.max_restarts = static_cast<std::uint32_t>(config.max_restarts);
+  job.max_no_progress_restarts = static_cast<std::uint32_t>(config.max_no_progress_restarts);
+  job.no_progress_exit_code = config.no_progress_exit_code;
   // The node is this process: its heartbeat budget never runs out.
   job.keep_alive_interval = membership::kMaxTimeout;
   job.keep_alive_max_attempt = 1;

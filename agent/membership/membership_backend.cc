@@ -190,6 +190,10 @@ void MembershipBackend::workers_stopped(std::uint64_t round) {
   answered(round);
 }
 
+void MembershipBackend::report_progress(membership::Progress progress) {
+  link_->send(std::move(progress));
+}
+
 void MembershipBackend::leave(const std::string& reason) {
   left_ = true;
   progress_.cancel();

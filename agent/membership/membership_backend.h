@@ -43,6 +43,7 @@ class MembershipBackend final : public RendezvousBackend, private LinkEvents {
   void report_failure(std::uint64_t round,
                       std::vector<rendezvous::membership::Failure> failures) override;
   void workers_stopped(std::uint64_t round) override;
+  void report_progress(rendezvous::membership::Progress progress) override;
   void leave(const std::string& reason) override;
   void wait_finished(std::function<void()> done) override;
   void close() override;

@@ -78,6 +78,8 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
   s.config.min_nodes = static_cast<std::uint32_t>(config.min_nodes);
   s.config.max_nodes = static_cast<std::uint32_t>(config.max_nodes);
   s.config.max_restarts = static_cast<std::uint32_t>(config.max_restarts);
+  s.config.max_no_progress_restarts = static_cast<std::uint32_t>(config.max_no_progress_restarts);
+  s.config.no_progress_exit_code = config.no_progress_exit_code;
   if (is_static && s.config.min_nodes != s.config.max_nodes) {
     return invalid_argument("--nnodes " + std::to_string(config.min_nodes) + ":" +
                             std::to_string(config.max_nodes) +

@@ -78,6 +78,9 @@ class RendezvousBackend {
   virtual void report_failure(std::uint64_t round,
                               std::vector<rendezvous::membership::Failure> failures) = 0;
   virtual void workers_stopped(std::uint64_t round) = 0;
+  // How far this node's workers of progress.round got (docs/progress.md); before the round's
+  // answer, at a rate the agent keeps calm.
+  virtual void report_progress(rendezvous::membership::Progress progress) = 0;
   virtual void leave(const std::string& reason) = 0;
   virtual void wait_finished(std::function<void()> done) = 0;
   virtual void close() = 0;

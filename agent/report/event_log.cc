@@ -216,11 +216,16 @@ void EventLog::lost(const std::string& why) {
   line["reason"] = why;
 }
 
-void EventLog::finish(int exit_code, const std::string& why) {
+void EventLog::finish(int exit_code, const std::string& why,
+                      const std::optional<membership::Goodput>& goodput) {
   if (!sink_) return;
   Line line(*this, "finish");
   line["exit_code"] = exit_code;
   line["why"] = why;
+  auto seconds = [](membership::Duration d) { return std::chrono::duration<double>(d).count(); };
+  line["goodput"] = goodput ? Json(goodput->ratio()) : Json(nullptr);
+  line["stepping_seconds"] = goodput ? Json(seconds(goodput->stepping)) : Json(nullptr);
+  line["wall_seconds"] = goodput ? Json(seconds(goodput->wall)) : Json(nullptr);
 }
 
 }  // namespace ddp::agent

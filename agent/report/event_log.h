@@ -76,7 +76,9 @@ class EventLog {
   void signal(int signal);
   void lost(const std::string& why);
   // why: "job_finished", "signal", "lost", or "error" (the node could not take part at all).
-  void finish(int exit_code, const std::string& why);
+  // `goodput`: the job's (JobFinished), when this node learned the end.
+  void finish(int exit_code, const std::string& why,
+              const std::optional<rendezvous::membership::Goodput>& goodput = std::nullopt);
 
   // The workers' mechanism's events (supervised_workers.h).
   void workers_started(int attempt, const std::vector<StartedWorker>& workers);

@@ -19,6 +19,7 @@ void print(const std::string& text) {
 
 void LocalJobReport::job_finished(const rendezvous::membership::JobFinished& finished,
                                   const WorkersResult* last) {
+  if (finished.no_progress) spdlog::error("job {}", finished.reason);  // why no restart followed
   if (finished.exit_code == 0 || last == nullptr) return;
   if (last->outcome.kind != Outcome::Kind::kFailed) return;  // an error was logged already
   std::vector<FailureRecord> records;

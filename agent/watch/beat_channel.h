@@ -44,6 +44,8 @@ class BeatChannel {
   BeatChannel& operator=(const BeatChannel&) = delete;
 
   const std::filesystem::path& path() const { return fifo_->path(); }
+  // The beats written but not read yet, now (FifoReader::read_pending).
+  void read_pending() { fifo_->read_pending(); }
 
   BeatChannel(std::string label, OnBeat on_beat)
       : label_(std::move(label)), on_beat_(std::move(on_beat)) {}

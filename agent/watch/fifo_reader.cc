@@ -41,6 +41,14 @@ FifoReader::~FifoReader() {
   ::unlink(path_.c_str());
 }
 
+void FifoReader::read_pending() {
+  auto alive = life_.watch();
+  proc::drain_pipe(fifo_.native_handle(), [&](std::string_view b) {
+    on_bytes_(b);
+    return static_cast<bool>(alive);
+  });
+}
+
 void FifoReader::wait() {
   fifo_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                    [this, alive = life_.watch()](const boost::system::error_code& ec) {

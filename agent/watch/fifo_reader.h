@@ -33,6 +33,9 @@ class FifoReader {
   FifoReader& operator=(const FifoReader&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
+  // Hands on_bytes what the FIFO holds now, without waiting (e.g. the last beats of a worker
+  // that exited before the loop read them).
+  void read_pending();
 
   FifoReader(boost::asio::io_context& io, int fd, std::filesystem::path path, OnBytes on_bytes);
 

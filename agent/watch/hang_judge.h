@@ -27,6 +27,12 @@ struct WorkerProgress {
   std::optional<std::int64_t> step;                   // the last step number a beat carried
   std::chrono::steady_clock::time_point last_beat{};  // valid when beats > 0
   std::chrono::system_clock::time_point last_beat_wall{};
+  // Steps (docs/progress.md): the first and the last beat carrying a step (valid with `step`),
+  // when `step` last took a new value, and the time per step between its last two changes.
+  std::chrono::steady_clock::time_point first_step_beat{};
+  std::chrono::steady_clock::time_point last_step_beat{};
+  std::chrono::steady_clock::time_point step_changed{};
+  std::chrono::microseconds step_time{};
 };
 
 class HangJudge {

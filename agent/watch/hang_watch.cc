@@ -5,11 +5,12 @@
 namespace ddp::agent {
 
 HangWatch::HangWatch(boost::asio::io_context& io, HangLimits limits, int global_rank_base,
-                     std::function<void(HangReport)> on_hung)
+                     std::function<void(HangReport)> on_hung, std::function<void()> on_step)
     : io_(io),
       limits_(limits),
       global_rank_base_(global_rank_base),
       on_hung_(std::move(on_hung)),
+      on_step_(std::move(on_step)),
       timer_(io) {}
 
 HangWatch::~HangWatch() { timer_.cancel(); }
@@ -33,6 +34,9 @@ void HangWatch::start() {
 }
 
 void HangWatch::stop() {
+  for (auto& channel : channels_) {
+    if (channel) channel->read_pending();
+  }
   done_ = true;
   timer_.cancel();
 }
@@ -40,10 +44,37 @@ void HangWatch::stop() {
 void HangWatch::on_beat(int local_rank, const Beat& beat) {
   WorkerProgress& p = progress_[local_rank];
   ++p.beats;
-  if (beat.step) p.step = beat.step;
   p.last_beat = std::chrono::steady_clock::now();
   p.last_beat_wall = std::chrono::system_clock::now();
+  if (beat.step) {
+    if (!p.step) p.first_step_beat = p.last_beat;
+    p.last_step_beat = p.last_beat;
+    if (p.step != beat.step) {
+      if (p.step && *beat.step > *p.step) {
+        p.step_time =
+            std::chrono::duration_cast<std::chrono::microseconds>(p.last_beat - p.step_changed) /
+            (*beat.step - *p.step);
+      }
+      p.step = beat.step;
+      p.step_changed = p.last_beat;
+      if (on_step_) on_step_();
+    }
+  }
   if (!armed_) arm();  // a first beat may create the first deadline
+}
+
+rendezvous::membership::Progress HangWatch::step_report(std::uint64_t round) const {
+  rendezvous::membership::Progress out{round, {}, {}};
+  std::optional<std::chrono::steady_clock::time_point> first, last;
+  for (const WorkerProgress& p : progress_) {
+    if (!p.step) continue;
+    out.ranks.push_back({static_cast<std::uint64_t>(p.rank), *p.step, p.step_time});
+    if (!first || p.first_step_beat < *first) first = p.first_step_beat;
+    if (!last || p.last_step_beat > *last) last = p.last_step_beat;
+  }
+  if (first)
+    out.stepping = std::chrono::duration_cast<rendezvous::membership::Duration>(*last - *first);
+  return out;
 }
 
 void HangWatch::arm() {

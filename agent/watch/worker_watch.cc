@@ -38,12 +38,13 @@ Result<std::filesystem::path> make_runtime_dir() {
 
 WorkerWatch::WorkerWatch(boost::asio::io_context& io, const AgentConfig& config,
                          StackCapture::RunGdb run_gdb, FindWorker find_worker,
-                         std::function<void(HangReport)> on_hung)
+                         std::function<void(HangReport)> on_hung, std::function<void()> on_step)
     : io_(io),
       config_(config),
       run_gdb_(std::move(run_gdb)),
       find_worker_(std::move(find_worker)),
       on_hung_(std::move(on_hung)),
+      on_step_(std::move(on_step)),
       python_(runs_python(config.worker_argv)) {}
 
 WorkerWatch::~WorkerWatch() {
@@ -90,7 +91,10 @@ Status WorkerWatch::begin_group(std::uint64_t round, int nproc, int rank_base) {
   round_ = round;
   watch_ = std::make_unique<HangWatch>(
       io_, HangLimits{config_.hang_timeout, config_.hang_first_beat_timeout}, rank_base,
-      [this](HangReport r) { on_hung_(std::move(r)); });
+      [this](HangReport r) { on_hung_(std::move(r)); },
+      [this] {
+        if (on_step_) on_step_();
+      });
   stacks_capture_ = std::make_unique<StackCapture>(io_, stack_signal(), run_gdb_);
   if (timer_server_) timer_server_->clear_all();
   const std::string tag = std::to_string(round) + "-";
@@ -129,6 +133,10 @@ void WorkerWatch::group_started() {
 
 std::optional<HangReport> WorkerWatch::judge_beside_peer() {
   return watch_ ? watch_->judge_beside_peer() : std::nullopt;
+}
+
+rendezvous::membership::Progress WorkerWatch::step_report() const {
+  return watch_ ? watch_->step_report(round_) : rendezvous::membership::Progress{round_, {}, {}};
 }
 
 void WorkerWatch::end_group() {

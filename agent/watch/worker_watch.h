@@ -34,8 +34,10 @@ class WorkerWatch {
  public:
   // Maps a pid a timer names to the local rank of the live worker it is or descends from.
   using FindWorker = std::function<std::optional<int>(pid_t pid)>;
+  // `on_step`: a worker of the current group beat a new step (HangWatch).
   WorkerWatch(boost::asio::io_context& io, const AgentConfig& config, StackCapture::RunGdb run_gdb,
-              FindWorker find_worker, std::function<void(HangReport)> on_hung);
+              FindWorker find_worker, std::function<void(HangReport)> on_hung,
+              std::function<void()> on_step = {});
   ~WorkerWatch();
   WorkerWatch(const WorkerWatch&) = delete;
   WorkerWatch& operator=(const WorkerWatch&) = delete;
@@ -55,6 +57,8 @@ class WorkerWatch {
   void end_group();
   // A worker on another node was judged hung: HangWatch::judge_beside_peer of this group.
   std::optional<HangReport> judge_beside_peer();
+  // The current (or last) group's steps: HangWatch::step_report.
+  rendezvous::membership::Progress step_report() const;
   // Takes the stacks of `targets` (workers of the current group).
   void capture(std::vector<StackTarget> targets,
                std::function<void(std::vector<CapturedStack>)> done);
@@ -67,6 +71,7 @@ class WorkerWatch {
   StackCapture::RunGdb run_gdb_;
   FindWorker find_worker_;
   std::function<void(HangReport)> on_hung_;
+  std::function<void()> on_step_;
   bool python_ = false;  // the workers run under Python (the stack hook applies)
   bool stacks_ = false;  // hang detection or the file timer: stacks will be wanted
   std::filesystem::path runtime_dir_;

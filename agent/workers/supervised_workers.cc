@@ -79,6 +79,9 @@ SupervisedWorkers::SupervisedWorkers(boost::asio::io_context& io, const AgentCon
           [this](pid_t pid) { return worker_of(pid); },
           [this](HangReport report) {
             if (events_ != nullptr) events_->on_workers_hung(report);
+          },
+          [this] {
+            if (events_ != nullptr) events_->on_workers_progress();
           }),
       event_log_(event_log) {}
 

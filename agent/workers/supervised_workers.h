@@ -42,6 +42,7 @@ class SupervisedWorkers final : public Workers, private proc::ProcessObserver {
   void kill_now() override;
   void abort_hung(const HangReport& report) override;
   std::optional<HangReport> judge_hang_elsewhere() override;
+  rendezvous::membership::Progress progress() const override { return watch_.step_report(); }
 
  private:
   // proc::ProcessObserver: workers (ids = local ranks) and debugger runs (ids >= kToolIds).

@@ -59,6 +59,9 @@ class WorkerEvents {
   virtual void on_workers_done(const WorkersResult& result) = 0;
   // Some workers of the running group are hung; the group keeps running until the policy acts.
   virtual void on_workers_hung(const HangReport& report) = 0;
+  // A worker of the running group beat a new step (docs/progress.md); Workers::progress()
+  // tells how far the group got. Any number of times: cheap to receive.
+  virtual void on_workers_progress() = 0;
 };
 
 class Workers {
@@ -79,6 +82,9 @@ class Workers {
   // the node that noticed first). Their report for abort_hung, or nullopt: none, no hang
   // detection, no group running, or this group was judged already. Reports nothing itself.
   virtual std::optional<HangReport> judge_hang_elsewhere() = 0;
+  // How far the current (or last) group's workers got, from their heartbeats (Progress of its
+  // round): the ranks that beat a step (none: no step beaten yet) and its stepping time.
+  virtual rendezvous::membership::Progress progress() const = 0;
 };
 
 }  // namespace ddp::agent

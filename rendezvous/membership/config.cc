@@ -51,6 +51,16 @@ Status validate(const Config& c) {
                             " exceeds the limit of " + std::to_string(kMaxRestarts) +
                             "; pass a smaller --max-restarts");
   }
+  if (c.max_no_progress_restarts > kMaxRestarts) {
+    return invalid_argument("max_no_progress_restarts " +
+                            std::to_string(c.max_no_progress_restarts) + " exceeds the limit of " +
+                            std::to_string(kMaxRestarts) +
+                            "; pass a smaller --max-no-progress-restarts");
+  }
+  if (c.no_progress_exit_code < 1 || c.no_progress_exit_code > 255) {
+    return invalid_argument("no_progress_exit_code " + std::to_string(c.no_progress_exit_code) +
+                            " is out of range; pass --no-progress-exit-code 1..255");
+  }
   if (c.keep_alive_max_attempt < 1 || c.keep_alive_max_attempt > kMaxKeepAliveAttempts) {
     return invalid_argument("keep_alive_max_attempt " + std::to_string(c.keep_alive_max_attempt) +
                             " is out of range; pass 1.." + std::to_string(kMaxKeepAliveAttempts) +
@@ -75,6 +85,9 @@ std::string config_mismatch(const Config& mine, const Config& job) {
   add_diff(out, "close_timeout", mine.close_timeout, job.close_timeout);
   add_diff(out, "keep_alive_interval", mine.keep_alive_interval, job.keep_alive_interval);
   add_diff(out, "keep_alive_max_attempt", mine.keep_alive_max_attempt, job.keep_alive_max_attempt);
+  add_diff(out, "max_no_progress_restarts", mine.max_no_progress_restarts,
+           job.max_no_progress_restarts);
+  add_diff(out, "no_progress_exit_code", mine.no_progress_exit_code, job.no_progress_exit_code);
   return out;
 }
 

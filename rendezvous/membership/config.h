@@ -39,6 +39,11 @@ struct Config {
   // torchrun's 5 s x 3 = 15 s is too slow to notice a partition). Any message counts.
   Duration keep_alive_interval = std::chrono::seconds(1);
   std::uint32_t keep_alive_max_attempt = 3;
+  // Progress-aware restarts (docs/progress.md): after this many restarts in a row that each
+  // followed a round without a new best step, the next failure ends the job with
+  // no_progress_exit_code (1..255; ft_launcher's default 93) instead of restarting. 0: off.
+  std::uint32_t max_no_progress_restarts = 0;
+  std::int32_t no_progress_exit_code = 93;
 
   Duration heartbeat_budget() const { return keep_alive_interval * keep_alive_max_attempt; }
   bool operator==(const Config&) const = default;

@@ -149,6 +149,35 @@ void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
   trim_heartbeats();
 }
 
+void Job::progress(NodeId id, std::uint64_t round, Duration stepping,
+                   const std::vector<RankProgress>& ranks, TimePoint now) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  Member& m = it->second;
+  touch(id, m);
+  if (round == round_ && m.role == Role::kParticipant &&
+      (state_ == State::kRunning || state_ == State::kStopping)) {
+    round_stepping_ = std::max(round_stepping_, stepping);
+    for (const RankProgress& p : ranks) {
+      ++visits_;
+      if (p.rank < m.rank_offset || p.rank >= m.rank_offset + m.info.local_world_size) continue;
+      rank_progress_[p.rank] = p;
+      if (!best_step_ || p.step > *best_step_) {
+        best_step_ = p.step;
+        round_progressed_ = true;
+      }
+    }
+  }
+  trim_heartbeats();
+}
+
+Goodput Job::goodput(TimePoint now) const {
+  const TimePoint end = state_ == State::kFinished ? finished_at_ : std::max(now, now_);
+  return {stepping_done_ + round_stepping_,
+          std::chrono::duration_cast<Duration>(end - created_at_)};
+}
+
 void Job::resume(const ResumePoint& at) {
   round_ = at.round;
   restart_count_ = at.restart_count;
@@ -190,6 +219,10 @@ void Job::complete_round(Events& out) {
   state_ = State::kRunning;
   last_call_.reset();
   close_failures();
+  stepping_done_ += round_stepping_;
+  round_stepping_ = Duration(0);
+  round_progressed_ = false;
+  rank_progress_.clear();
   ++counters_.rounds_completed;
   counters_.last_round_latency = std::chrono::duration_cast<Duration>(now_ - forming_since_);
   round_completed_at_ = now_;

@@ -88,6 +88,11 @@ class Job {
                       Events& out);
   void workers_stopped(NodeId id, std::uint64_t round, TimePoint now, Events& out);
   void report_success(NodeId id, std::uint64_t round, TimePoint now, Events& out);
+  // A participant's workers of `round` beat new steps (Progress, docs/progress.md): each rank's
+  // last step and step time this round (ranks outside the node's range are ignored), the
+  // round's stepping time (the longest any node reported), and the job's best step.
+  void progress(NodeId id, std::uint64_t round, Duration stepping,
+                const std::vector<RankProgress>& ranks, TimePoint now);
   // The node is gone (LEAVE, closed connection); `why_text` adds detail, e.g. "SIGTERM".
   void remove_node(NodeId id, GoneReason why, const std::string& why_text, TimePoint now,
                    Events& out);
@@ -128,6 +133,16 @@ class Job {
   // After kFinished: the failure every node was told is the root cause (none on success).
   const std::optional<Failure>& root_cause() const { return root_cause_; }
   TimePoint finished_at() const { return finished_at_; }
+  // Progress (docs/progress.md): the highest step any rank beat in the job's life; this
+  // round's ranks that beat a step, by global rank; the restarts in a row that followed a
+  // round without a new best step (max_no_progress_restarts counts against it).
+  const std::optional<std::int64_t>& best_step() const { return best_step_; }
+  const std::unordered_map<std::uint64_t, RankProgress>& rank_progress() const {
+    return rank_progress_;
+  }
+  std::uint32_t no_progress_restarts() const { return no_progress_restarts_; }
+  // Goodput (docs/goodput.md) at `now`; after kFinished, at the end.
+  Goodput goodput(TimePoint now) const;
   // Member and record visits made by loops so far: lets tests check that work per request
   // stays constant (a scan of all nodes per request would make a K-node job cost ~K^2).
   std::uint64_t visits() const { return visits_; }
@@ -166,6 +181,9 @@ class Job {
   // at once per round (begin_stop from 0, each later report from its own).
   bool refuse_restart_if_stuck(std::size_t from, std::string& detail);
   void maybe_finish_stop(Events& out);
+  // The stop of a round is complete: true when it ends the job for lack of progress (after
+  // max_no_progress_restarts restarts in a row without a new best step); moves the streak.
+  bool out_of_progress();
   void finish(bool success, std::string reason, bool notify, Events& out);
   std::optional<Failure> earliest_failure() const;  // root_cause_of(failures_)
   void add_failure(Failure f);                      // to failures_, diagnoses bounded
@@ -208,6 +226,16 @@ class Job {
   std::uint32_t departures_ = 0;
   std::uint32_t expected_nodes_ = 0;  // ResumePoint::expected_nodes, until a round forms
   std::unordered_map<NodeId, std::string> removed_;  // removed ids with open connections
+
+  // Progress and goodput (progress(), docs/progress.md, docs/goodput.md).
+  std::optional<std::int64_t> best_step_;
+  bool round_progressed_ = false;  // this round beat a step above the best before it
+  bool stop_counts_ = false;       // the current stop counts as a restart
+  bool stopped_for_no_progress_ = false;
+  std::uint32_t no_progress_restarts_ = 0;
+  std::unordered_map<std::uint64_t, RankProgress> rank_progress_;  // this round's
+  Duration stepping_done_{};                                       // of the rounds before this one
+  Duration round_stepping_{};                                      // of this round
 
   std::int32_t exit_code_ = 0;
   std::string finish_reason_;

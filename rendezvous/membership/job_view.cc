@@ -91,6 +91,9 @@ JobView Job::view() const {
   v.failed_workers = failures_.empty() ? last_failures_ : diagnosed_failures();
   v.failed_worker_count = failures_.empty() ? last_failure_count_ : failures_.size();
   v.counters = counters_;
+  v.best_step = best_step_;
+  v.no_progress_restarts = no_progress_restarts_;
+  v.stepping = goodput(now_).stepping;
   if (state_ == State::kFinished) {
     v.finished_at = finished_at_;
     v.exit_code = exit_code_;

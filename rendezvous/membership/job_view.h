@@ -105,6 +105,11 @@ struct JobView {
   std::vector<Failure> failed_workers;
   std::size_t failed_worker_count = 0;
   JobCounters counters;
+  // Progress and goodput (Job::best_step, Job::goodput): the wall time is the observer's to
+  // take, from created_at to finished_at or now.
+  std::optional<std::int64_t> best_step;
+  std::uint32_t no_progress_restarts = 0;
+  Duration stepping{};
 };
 
 std::string_view state_name(JobState state);           // "pending", "running", ...

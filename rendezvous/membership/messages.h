@@ -98,8 +98,27 @@ struct Leave {
 struct QueryWaiting {
   bool operator==(const QueryWaiting&) const = default;
 };
+// How far one rank got in a round, as its heartbeats told its agent (docs/progress.md).
+struct RankProgress {
+  std::uint64_t rank = 0;  // global rank
+  std::int64_t step = 0;   // the last step its beats carried
+  // Time per step between its last two step changes; zero until the step changed once.
+  std::chrono::microseconds step_time{};
+  bool operator==(const RankProgress&) const = default;
+};
+// The node's workers of `round` beat new steps: every rank of the node that beat a step so
+// far, and how long the node has been stepping this round (from the first beat carrying a
+// step to the last one, on the agent's clock). Agents send it at most once per
+// keep_alive_interval, and once more before they report the round's end. Like any request it
+// refreshes the sender's heartbeat.
+struct Progress {
+  std::uint64_t round = 0;
+  Duration stepping{};
+  std::vector<RankProgress> ranks;
+  bool operator==(const Progress&) const = default;
+};
 using Request = std::variant<JoinRequest, Heartbeat, ReportFailure, WorkersStopped, ReportSuccess,
-                             Leave, QueryWaiting>;
+                             Leave, QueryWaiting, Progress>;
 
 // ---- events (daemon -> agent) ----------------------------------------------------------
 // Reply to JOIN: the node is in, for `round`; `waiting` when a round is running (it will be
@@ -131,11 +150,25 @@ struct StopWorkers {
   std::optional<Failure> first_failure;  // earliest failure known so far
   bool operator==(const StopWorkers&) const = default;
 };
+// How much of a job's time its workers spent stepping (docs/goodput.md): `stepping` sums each
+// round's stepping time (Progress::stepping, the longest of any node's), `wall` runs from the
+// job's first JOIN to its end (or to now).
+struct Goodput {
+  Duration stepping{};
+  Duration wall{};
+  // stepping / wall, 0 when wall is 0.
+  double ratio() const {
+    return wall.count() > 0 ? static_cast<double>(stepping.count()) / wall.count() : 0.0;
+  }
+  bool operator==(const Goodput&) const = default;
+};
 // The job is over for everyone: exit with exit_code (same on every node).
 struct JobFinished {
   std::int32_t exit_code = 0;
   std::string reason;
   std::optional<Failure> root_cause;  // the earliest failure of the last round, across nodes
+  Goodput goodput;
+  bool no_progress = false;  // ended by max_no_progress_restarts (docs/progress.md)
   bool operator==(const JobFinished&) const = default;
 };
 // The request failed; `message` names the problem and the fix.

@@ -100,7 +100,8 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
       return {error_to(
           conn, invalid_argument("node " + request.node.node_key + " joins job '" + request.run_id +
                                  "' with a different configuration: " + diff +
-                                 "; every node must pass the same --nnodes, --max-restarts"
+                                 "; every node must pass the same --nnodes, --max-restarts,"
+                                 " --max-no-progress-restarts, --no-progress-exit-code"
                                  " and --rdzv-conf"))};
     }
   }
@@ -146,6 +147,8 @@ Events Registry::handle(NodeId conn, Request request, TimePoint now) {
           job->report_success(conn, r.round, now, out);
         } else if constexpr (std::is_same_v<T, QueryWaiting>) {
           job->query_waiting(conn, now, out);
+        } else if constexpr (std::is_same_v<T, Progress>) {
+          job->progress(conn, r.round, r.stepping, r.ranks, now);
         } else if constexpr (std::is_same_v<T, Leave>) {
           job->remove_node(conn, GoneReason::kLeft, r.reason, now, out);
           unbind(conn);

@@ -115,6 +115,7 @@ std::string encode_request(const Request& request) {
     type = kJoinAtRankType;
   }
   if (std::holds_alternative<QueryWaiting>(request)) type = kQueryWaitingType;
+  if (std::holds_alternative<Progress>(request)) type = kProgressType;
   put<std::uint8_t>(out, type);
   std::visit(
       [&out](const auto& r) {
@@ -133,6 +134,8 @@ std::string encode_request(const Request& request) {
             put<std::int64_t>(out, d.count());
           }
           put<std::uint32_t>(out, r.config.keep_alive_max_attempt);
+          put<std::uint32_t>(out, r.config.max_no_progress_restarts);
+          put<std::int32_t>(out, r.config.no_progress_exit_code);
           if (r.node_rank) put<std::uint32_t>(out, *r.node_rank);
         } else if constexpr (std::is_same_v<T, ReportFailure>) {
           put<std::uint64_t>(out, r.round);
@@ -143,6 +146,15 @@ std::string encode_request(const Request& request) {
           put<std::uint64_t>(out, r.round);
         } else if constexpr (std::is_same_v<T, Leave>) {
           put_str(out, r.reason);
+        } else if constexpr (std::is_same_v<T, Progress>) {
+          put<std::uint64_t>(out, r.round);
+          put<std::int64_t>(out, r.stepping.count());
+          put<std::uint64_t>(out, r.ranks.size());
+          for (const RankProgress& p : r.ranks) {
+            put<std::uint64_t>(out, p.rank);
+            put<std::int64_t>(out, p.step);
+            put<std::int64_t>(out, p.step_time.count());
+          }
         }
       },
       request);
@@ -170,6 +182,8 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
       r.config.close_timeout = Duration(in.get<std::int64_t>());
       r.config.keep_alive_interval = Duration(in.get<std::int64_t>());
       r.config.keep_alive_max_attempt = in.get<std::uint32_t>();
+      r.config.max_no_progress_restarts = in.get<std::uint32_t>();
+      r.config.no_progress_exit_code = in.get<std::int32_t>();
       if (type == kJoinAtRankType) r.node_rank = in.get<std::uint32_t>();
       return in.finish(Request{std::move(r)});
     }
@@ -193,9 +207,24 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
       return in.finish(Request{Leave{in.text("leave reason")}});
     case kQueryWaitingType:
       return in.finish(Request{QueryWaiting{}});
+    case kProgressType: {
+      Progress r;
+      r.round = in.get<std::uint64_t>();
+      r.stepping = Duration(in.get<std::int64_t>());
+      const std::size_t n = in.count("progress ranks", limits.max_ranks);
+      if (in.ok()) r.ranks.reserve(std::min(n, in.remaining() / 24));  // 24 bytes a rank
+      for (std::size_t i = 0; i < n && in.ok(); ++i) {
+        RankProgress p;
+        p.rank = in.get<std::uint64_t>();
+        p.step = in.get<std::int64_t>();
+        p.step_time = std::chrono::microseconds(in.get<std::int64_t>());
+        if (in.ok()) r.ranks.push_back(p);
+      }
+      return in.finish(Request{std::move(r)});
+    }
     default:
       in.fail("unknown native rendezvous request type " + std::to_string(type) +
-              "; this daemon knows 128..135 (is the agent newer than the daemon?)");
+              "; this daemon knows 128..135 and 139 (is the agent newer than the daemon?)");
       return in.finish(Request{});
   }
 }

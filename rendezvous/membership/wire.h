@@ -13,7 +13,8 @@
 //                                    u32 local_world_size, u32 min_nodes, u32 max_nodes,
 //                                    u32 max_restarts, i64 join_timeout, i64 last_call_timeout,
 //                                    i64 close_timeout, i64 keep_alive_interval,
-//                                    u32 keep_alive_max_attempt
+//                                    u32 keep_alive_max_attempt,
+//                                    u32 max_no_progress_restarts, i32 no_progress_exit_code
 //   0x81  HEARTBEAT                  -
 //   0x82  REPORT_FAILURE             u64 round, u64 n, n x failure
 //   0x83  WORKERS_STOPPED            u64 round
@@ -23,6 +24,9 @@
 //                                    JoinRequest::node_rank set; a JOIN without it is 0x80,
 //                                    byte for byte as before)
 //   0x87  QUERY_WAITING              - (answered with WAITING while the first round forms)
+//   0x88..0x8A                       job secrets' AUTH_HELLO, AUTH_FRAME, (AUTH_OPEN): protocol.h
+//   0x8B  PROGRESS                   u64 round, i64 stepping, u64 n,
+//                                    n x (u64 rank, i64 step, i64 step_time in microseconds)
 //
 //   type  push (daemon -> agent)     fields
 //   ----  -------------------------  ------------------------------------------------------
@@ -33,7 +37,8 @@
 //                                    u16 store_port
 //   0x92  STOP_WORKERS               u64 round, u8 reason (1 worker failed, 2 node lost,
 //                                    3 node joined), detail str, u8 has_failure, [failure]
-//   0x93  JOB_FINISHED               i32 exit_code, reason str, u8 has_failure, [failure]
+//   0x93  JOB_FINISHED               i32 exit_code, reason str, u8 has_failure, [failure],
+//                                    i64 goodput stepping, i64 goodput wall, u8 no_progress
 //   0x94  ERROR                      u8 code (ddp::ErrorCode, 1..11), message str
 //   0x95  (a framed TCPStore reply, rendezvous/framer.h; not a push)
 //   0x96  WAITING                    u32 joined, u32 min_nodes, u32 max_nodes,
@@ -64,7 +69,8 @@ inline constexpr std::uint8_t kFirstRequestType = 0x80;
 inline constexpr std::uint8_t kFirstPushType = 0x90;
 inline constexpr std::uint8_t kJoinAtRankType = 0x86;  // JOIN with JoinRequest::node_rank
 inline constexpr std::uint8_t kQueryWaitingType = 0x87;
-inline constexpr std::uint8_t kWaitingType = 0x96;  // after 0x95, the framed store reply
+inline constexpr std::uint8_t kProgressType = 0x8B;  // after the auth types 0x88..0x8A
+inline constexpr std::uint8_t kWaitingType = 0x96;   // after 0x95, the framed store reply
 
 // True for 0x80..0x8F: the session hands such bytes to decode_request().
 inline bool is_native_request_type(std::uint8_t type) {
@@ -76,6 +82,7 @@ struct WireLimits {
   std::size_t max_name_bytes = 1024;         // run id, node key, address
   std::size_t max_text_bytes = 64 << 10;     // reasons, details, error files, messages
   std::size_t max_failures = 4096;           // failures in one REPORT_FAILURE
+  std::size_t max_ranks = 1 << 16;           // ranks in one PROGRESS
   std::size_t max_message_bytes = 16 << 20;  // one whole message
 };
 

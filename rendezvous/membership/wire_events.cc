@@ -52,6 +52,9 @@ std::string encode_push(const Payload& push) {
           put<std::int32_t>(out, p.exit_code);
           put_str(out, p.reason);
           put_optional_failure(out, p.root_cause);
+          put<std::int64_t>(out, p.goodput.stepping.count());
+          put<std::int64_t>(out, p.goodput.wall.count());
+          put<std::uint8_t>(out, p.no_progress ? 1 : 0);
         } else if constexpr (std::is_same_v<T, ErrorEvent>) {
           put<std::uint8_t>(out, static_cast<std::uint8_t>(p.code));
           put_str(out, p.message);
@@ -108,6 +111,9 @@ Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
       f.exit_code = in.get<std::int32_t>();
       f.reason = in.text("finish reason");
       f.root_cause = get_optional_failure(in);
+      f.goodput.stepping = Duration(in.get<std::int64_t>());
+      f.goodput.wall = Duration(in.get<std::int64_t>());
+      f.no_progress = in.get_bool("no_progress");
       return in.finish(Payload{std::move(f)});
     }
     case 0x94: {

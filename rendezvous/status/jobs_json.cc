@@ -63,6 +63,9 @@ json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
   }
   json nodes = json::array();
   for (const m::NodeView& n : v.nodes) nodes.push_back(node_json(n, clocks));
+  const m::Goodput goodput{v.stepping, std::chrono::duration_cast<m::Duration>(
+                                           v.finished_at.value_or(clocks.steady) - v.created_at)};
+  auto seconds = [](m::Duration d) { return std::chrono::duration<double>(d).count(); };
   json j{{"run_id", v.run_id},
          {"state", m::state_name(v.state)},
          {"round", v.round},
@@ -84,6 +87,12 @@ json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
          {"finish_reason", nullptr},
          {"root_cause", failure_json(v.root_cause)},
          {"last_failure", last_failure},
+         {"best_step", v.best_step ? json(*v.best_step) : json(nullptr)},
+         {"no_progress_restarts", v.no_progress_restarts},
+         {"max_no_progress_restarts", v.config.max_no_progress_restarts},
+         {"goodput", goodput.ratio()},
+         {"stepping_seconds", seconds(goodput.stepping)},
+         {"wall_seconds", seconds(goodput.wall)},
          {"nodes", nodes}};
   if (v.exit_code) {
     j["exit_code"] = *v.exit_code;

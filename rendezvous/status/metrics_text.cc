@@ -103,6 +103,18 @@ std::string format_metrics(const MetricsInput& in) {
   for (const JobSummary& j : in.jobs)
     w.sample("ddp_rdzv_job_connections", j.connections, label("run_id", j.run_id));
 
+  w.family("ddp_rdzv_job_goodput_ratio", "gauge",
+           "A job's time with workers stepping over its wall time since its first join "
+           "(docs/goodput.md).");
+  for (const JobSummary& j : in.jobs)
+    w.sample("ddp_rdzv_job_goodput_ratio", j.goodput.ratio(), label("run_id", j.run_id));
+  w.family("ddp_rdzv_job_stepping_seconds", "gauge",
+           "A job's time with workers stepping, summed over its rounds (docs/goodput.md).");
+  for (const JobSummary& j : in.jobs) {
+    w.sample("ddp_rdzv_job_stepping_seconds",
+             std::chrono::duration<double>(j.goodput.stepping).count(), label("run_id", j.run_id));
+  }
+
   w.family("ddp_rdzv_rounds_total", "counter", "Rendezvous rounds completed, every job.");
   w.sample("ddp_rdzv_rounds_total", in.totals.rounds_completed);
   w.family("ddp_rdzv_restarts_total", "counter",

@@ -17,6 +17,7 @@ MetricsInput DaemonStatusSource::metrics() const {
     s.nodes = job->node_count();
     s.world_size = job->world_size();
     s.connections = registry.connections(job->run_id());
+    s.goodput = job->goodput(membership::Clock::now());
     in.jobs.push_back(std::move(s));
   }
   in.totals = registry.totals();

@@ -52,6 +52,7 @@ struct JobSummary {
   std::uint64_t nodes = 0;
   std::uint64_t world_size = 0;
   std::uint64_t connections = 0;
+  membership::Goodput goodput;  // at the time of the scrape
 };
 
 struct MetricsInput {

@@ -308,5 +308,35 @@ TEST_CASE("a round arriving while workers run is ignored", "[machine]") {
   CHECK(h.machine.state() == State::kRunning);
 }
 
+TEST_CASE("new steps are reported at most once per interval, and once more before the answer",
+          "[machine][progress]") {
+  Harness h;  // progress_interval: the default 1 s
+  h.machine.on_round(Harness::round(1));
+  const std::size_t start = h.log.size();
+  h.workers.beat(0, 1);
+  h.workers.beat(0, 2);
+  h.clock.advance(999ms);
+  CHECK(h.log.size() == start);  // nothing before the interval
+  h.workers.beat(1, 3);
+  h.clock.advance(1ms);
+  CHECK(h.since(start) == Log{"progress 1: 1@3"});
+  h.clock.advance(5s);  // no new step, no report
+  CHECK(h.log.size() == start + 1);
+  h.workers.beat(1, 4);
+  h.workers.done(Outcome::Kind::kFailed, 0, 1);  // the last steps go before the answer
+  CHECK(h.since(start) == Log{"progress 1: 1@3", "progress 1: 1@4", "failure 1 x1"});
+  CHECK(h.clock.pending() == 0);
+}
+
+TEST_CASE("no progress report follows the job's end", "[machine][progress]") {
+  Harness h;
+  h.machine.on_round(Harness::round(1));
+  h.workers.beat(0, 1);
+  CHECK(h.clock.pending() == 1);
+  h.machine.on_job_finished(Harness::finished(3));  // e.g. another node's failure ended it
+  h.clock.advance(5s);
+  for (const std::string& line : h.log) CHECK(line.rfind("progress", 0) != 0);
+}
+
 }  // namespace
 }  // namespace ddp::agent

@@ -37,6 +37,12 @@ class FakeBackend final : public RendezvousBackend {
   void workers_stopped(std::uint64_t round) override {
     log_.push_back("stopped " + std::to_string(round));
   }
+  void report_progress(rendezvous::membership::Progress p) override {
+    std::string line = "progress " + std::to_string(p.round) + ":";
+    for (const auto& r : p.ranks)
+      line += " " + std::to_string(r.rank) + "@" + std::to_string(r.step);
+    log_.push_back(line);
+  }
   void leave(const std::string& reason) override { log_.push_back("leave: " + reason); }
   void wait_finished(std::function<void()> done) override {
     log_.push_back("wait finished");
@@ -75,6 +81,14 @@ class FakeWorkers final : public Workers {
     return std::exchange(hung_beside_peer, std::nullopt);
   }
   void hung(const HangReport& report) { events_->on_workers_hung(report); }
+  rendezvous::membership::Progress progress() const override { return steps; }
+  // The test's side: a worker beat step `step` (what progress() answers from now on).
+  void beat(std::uint64_t rank, std::int64_t step) {
+    steps.round = started.empty() ? 0 : started.back().round;
+    steps.ranks = {{rank, step, {}}};
+    events_->on_workers_progress();
+  }
+  rendezvous::membership::Progress steps;
   // What judge_hang_elsewhere() answers next (once).
   std::optional<HangReport> hung_beside_peer;
 

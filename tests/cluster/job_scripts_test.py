@@ -5,7 +5,9 @@ PBS_NODEFILE, and the ssh script with a hostfile naming this machine. The Slurm 
 runs on two nodes (127.0.0.1 and 127.0.0.2, one agent each started by the stand-in srun, no
 rendezvous flags); the multi-node form of the others needs pbsdsh or reachable ssh hosts,
 which this machine lacks: refused with exit 2 before anything starts (tests/integration/fanout
-runs both for real). The scripts also pass bash -n.
+runs both for real). The requeue scripts (docs/progress.md) run on one node with stand-ins for
+scontrol and qsub: a job without progress exits 93 and is not requeued, one that fails with
+progress is. The scripts also pass bash -n.
 
 usage: job_scripts_test.py DDPRUN JOBS_DIR"""
 import glob
@@ -22,6 +24,7 @@ DDPRUN = None
 JOBS = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "env_worker.py")
+STEP_WORKER = os.path.join(HERE, "step_worker.py")
 DEADLINE_S = 30
 
 
@@ -67,7 +70,8 @@ class JobScriptsTest(unittest.TestCase):
                 "PBS_ENVIRONMENT": "PBS_BATCH"}
 
     def test_scripts_parse(self):
-        for name in ("pbs_job.sh", "slurm_job.sbatch", "ssh_launch.sh"):
+        for name in ("pbs_job.sh", "slurm_job.sbatch", "ssh_launch.sh", "slurm_requeue.sbatch",
+                     "pbs_requeue.sh"):
             result = subprocess.run(["/bin/bash", "-n", os.path.join(JOBS, name)],
                                     capture_output=True, text=True, timeout=DEADLINE_S)
             self.assertEqual(result.returncode, 0, name + ": " + result.stderr)
@@ -113,6 +117,34 @@ class JobScriptsTest(unittest.TestCase):
         host = socket.gethostname()
         self.assert_refused(self.run_script([os.path.join(JOBS, "pbs_job.sh")],
                                             self.nodefile([host, "other-node"])), "pbsdsh")
+
+    def calls(self, name):
+        path = os.path.join(self.out, name + ".calls")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return f.read().splitlines()
+
+    def test_requeue_scripts_do_not_requeue_a_job_without_progress(self):
+        # A worker that dies before its first beat: 2 restarts without progress, then exit 93;
+        # one that beats a new step each round and fails: --max-restarts 3, then exit 1.
+        slurm = {"SLURM_JOB_ID": "8082", "SLURM_STEP_NODELIST": "gpu01",
+                 "SLURM_STEP_NUM_NODES": "1", "SLURM_NODEID": "0", "SLURM_STEP_GPUS": "0,1",
+                 "TRAIN_SCRIPT": STEP_WORKER}
+        host = socket.gethostname()
+        scripts = [("slurm_requeue.sbatch", slurm, "scontrol", "requeue 8082"),
+                   ("pbs_requeue.sh", {**self.nodefile([host]), "TRAIN_SCRIPT": STEP_WORKER},
+                    "qsub", "REQUEUED=1")]
+        for script, env, tool, requeued in scripts:
+            with self.subTest(script=script):
+                r = self.run_script([os.path.join(JOBS, script)], {**env, "MODE": "die"})
+                self.assertEqual(r.returncode, 93, r.stderr)
+                self.assertIn("not ", r.stderr)
+                self.assertEqual(self.calls(tool), [])
+                r = self.run_script([os.path.join(JOBS, script)], {**env, "MODE": "step"})
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(len(self.calls(tool)), 1, self.calls(tool))
+                self.assertIn(requeued, self.calls(tool)[0])
 
     def test_ssh_script_with_this_host_and_two_hosts(self):
         hostfile = os.path.join(self.dir, "hosts")

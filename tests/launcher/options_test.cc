@@ -42,6 +42,8 @@ const std::vector<Spelled> kOptions = {
     {"--rdzv-conf", "--rdzv_conf", {"join_timeout=900"}},
     {"--standalone", "--standalone", {}},
     {"--max-restarts", "--max_restarts", {"3"}},
+    {"--max-no-progress-restarts", "--max_no_progress_restarts", {"2"}},
+    {"--no-progress-exit-code", "--no_progress_exit_code", {"42"}},
     {"--monitor-interval", "--monitor_interval", {"5"}},
     {"--role", "--role", {"trainer"}},
     {"-m", "--module", {}},
@@ -120,6 +122,8 @@ TEST_CASE("defaults equal torchrun's", "[launcher]") {
   CHECK(c.rdzv_conf.empty());
   CHECK_FALSE(c.standalone);
   CHECK(c.max_restarts == 0);
+  CHECK(c.max_no_progress_restarts == 0);  // docs/progress.md: off
+  CHECK(c.no_progress_exit_code == 93);
   CHECK(c.role == "default");
   CHECK_FALSE(c.log_dir);
   CHECK(c.redirects.all == ddp::agent::Streams::kNone);

@@ -41,7 +41,8 @@ inline std::string describe(const Invocation& inv) {
   o << "\nnproc " << c.nproc_per_node << "\ngpus:";
   for (int g : c.gpu_ids) o << " " << g;
   o << "\nvirtual " << c.virtual_local_rank << "\nrole " << c.role << "\nmax_restarts "
-    << c.max_restarts << "\nshutdown_ms " << c.shutdown_timeout.count() << "\nlog_dir "
+    << c.max_restarts << "\nno_progress " << c.max_no_progress_restarts << " "
+    << c.no_progress_exit_code << "\nshutdown_ms " << c.shutdown_timeout.count() << "\nlog_dir "
     << (c.log_dir ? c.log_dir->string() : "-") << "\nevent_log " << c.event_log.value_or("none")
     << "\nredirects " << streams_text(c.redirects) << "\ntee " << streams_text(c.tee)
     << "\nfilter:";

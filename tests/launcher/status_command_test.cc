@@ -61,12 +61,13 @@ TEST_CASE("status table of every job, and of one job with its nodes", "[status]"
      "nodes":[]},
     {"run_id":"job-b","state":"finished","round":1,"restart_count":0,"max_restarts":0,
      "node_count":0,"world_size":0,"exit_code":0,"root_cause":null,"last_failure":null,
-     "nodes":[]}]})";
+     "goodput":0.835,"nodes":[]}]})";
   auto table = format_status_table(jobs);
   REQUIRE(table);
   CHECK_THAT(*table, Catch::StartsWith("RUN ID  STATE"));
   CHECK_THAT(collapsed(*table),
-             Catch::Contains("\njob-a running 2 1/3 2 4 rank 2 on host-b:7: exit code 3"));
+             Catch::Contains("\njob-a running 2 1/3 2 4 - rank 2 on host-b:7: exit code 3"));
+  CHECK_THAT(collapsed(*table), Catch::Contains("\njob-b finished (exit 0) 1 0/0 0 0 83.5% -"));
   CHECK_THAT(*table, Catch::Contains("rank 2 on host-b:7: exit code 3 (RuntimeError: boom)"));
   CHECK_THAT(*table, Catch::Contains("finished (exit 0)"));
 

@@ -197,6 +197,8 @@ TEST_CASE("event log: a single node's failures name this host, errors and signal
   CHECK(c.line(4)["event"] == "finish");
   CHECK(c.line(4)["exit_code"] == 130);
   CHECK(c.line(4)["why"] == "signal");
+  CHECK(c.line(4)["goodput"].is_null());  // the job's end is unknown here
+  CHECK(c.line(4)["wall_seconds"].is_null());
 }
 
 TEST_CASE("event log: a hang names its kind, ranks and what each did last", "[event_log]") {

@@ -62,7 +62,7 @@ TEST_CASE("event log: the agent machine's events of a failure, a restart and a s
   run.workers.done(Outcome::Kind::kFailed, 0, 1);
   run.machine.on_round(MachineRun::round(2, 1));
   run.workers.done(Outcome::Kind::kSucceeded);
-  run.machine.on_job_finished({0, {}, std::nullopt});
+  run.machine.on_job_finished({0, {}, std::nullopt, {1500ms, 2000ms}});
   run.backend.drained();
   REQUIRE(run.exit == 0);
   CHECK(run.names() == std::vector<std::string>{"join", "round", "workers_done", "restart", "round",
@@ -70,6 +70,9 @@ TEST_CASE("event log: the agent machine's events of a failure, a restart and a s
   json fin = run.line(run.lines.size() - 1);
   CHECK(fin["exit_code"] == 0);
   CHECK(fin["why"] == "job_finished");
+  CHECK(fin["goodput"] == 0.75);  // the job's, as JobFinished told it
+  CHECK(fin["stepping_seconds"] == 1.5);
+  CHECK(fin["wall_seconds"] == 2.0);
   CHECK(fin["round"] == 2);
   CHECK(fin["restart_count"] == 1);
 }

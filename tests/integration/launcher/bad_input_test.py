@@ -37,6 +37,8 @@ class BadInputTest(h.LauncherTestCase):
     def test_bad_numbers_and_names(self):
         cases = [
             (["--max-restarts", "lots"], "--max-restarts: bad value 'lots'"),
+            (["--max-no-progress-restarts", "-1"], "--max-no-progress-restarts: bad value '-1'"),
+            (["--no-progress-exit-code", "0"], "an integer from 1 to 255"),
             (["--nproc-per-node", "0"], "--nproc-per-node"),
             (["--master-port", "99999"], "0 to 65535"),
             (["--signals-to-handle", "SIGTERM,SIGBOGUS"], "'SIGBOGUS'"),

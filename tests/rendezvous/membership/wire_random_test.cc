@@ -25,10 +25,11 @@ std::vector<std::string> seeds() {
           encode_request(ReportSuccess{3}),
           encode_request(Leave{"x"}),
           encode_request(QueryWaiting{}),
+          encode_request(Progress{4, Duration(900), {{0, 7, 30us}, {1, 7, 31us}}}),
           encode_push(Joined{1, true}),
           encode_push(RoundComplete{1, 0, 0, 1, 1, 0, 1, "a", 2}),
           encode_push(StopWorkers{1, StopReason::kWorkerFailed, "d", f}),
-          encode_push(JobFinished{3, "r", f}),
+          encode_push(JobFinished{3, "r", f, Goodput{Duration(5), Duration(9)}}),
           encode_push(ErrorEvent{ErrorCode::kProtocol, "e"}),
           encode_push(Waiting{2, 2, 4, Duration(100), Duration(7)})};
 }

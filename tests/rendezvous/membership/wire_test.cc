@@ -52,6 +52,8 @@ std::vector<Request> sample_requests() {
   c.close_timeout = 60s;
   c.keep_alive_interval = 1s;
   c.keep_alive_max_attempt = 3;
+  c.max_no_progress_restarts = 2;
+  c.no_progress_exit_code = 17;
   Config fixed = c;
   fixed.min_nodes = fixed.max_nodes;
   return {JoinRequest{"job-42", c, NodeInfo{"host-a:1", "10.1.2.3", 29500, 8}},
@@ -64,7 +66,9 @@ std::vector<Request> sample_requests() {
           WorkersStopped{5},
           ReportSuccess{6},
           Leave{"SIGTERM"},
-          QueryWaiting{}};
+          QueryWaiting{},
+          Progress{7, 12'345ms, {{0, 41, 1500us}, {1, -3, 0us}}},
+          Progress{8, 0ms, {}}};
 }
 
 std::vector<Payload> sample_pushes() {
@@ -76,6 +80,7 @@ std::vector<Payload> sample_pushes() {
           JobFinished{137, "failed: rank 7", sample_failure()},
           JobFinished{137, "failed: rank 7 stuck", stuck_failure()},
           JobFinished{0, "every worker exited 0", std::nullopt},
+          JobFinished{93, "no progress", sample_failure(), Goodput{4500ms, 9000ms}, true},
           ErrorEvent{ErrorCode::kTimeout, "timed out"},
           ErrorEvent{ErrorCode::kJobFinished, "job 'x' finished (...)"},
           Waiting{1, 2, 3, Duration(599'000), Duration(250)},
@@ -188,6 +193,7 @@ TEST_CASE("a failure's no_restart byte is 0 or 1, the failure's last", "[wire]")
 TEST_CASE("unknown types and bad enum bytes are errors naming the byte", "[wire]") {
   CHECK_THAT(decode_request("\x88").error, Catch::Contains("request type 136"));
   CHECK(decode_request("\x87").error.empty());                              // QUERY_WAITING
+  CHECK(decode_request("\x8B").state == DecodeState::kIncomplete);          // PROGRESS
   CHECK_THAT(decode_push("\x95").error, Catch::Contains("push type 149"));  // a store reply
   CHECK_THAT(decode_request("\x90").error, Catch::Contains("request type 144"));
   CHECK_THAT(decode_push("\x80").error, Catch::Contains("push type 128"));
