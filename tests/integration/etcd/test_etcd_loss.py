@@ -1,6 +1,7 @@
 """How the etcd backend notices a lost node (docs/etcd.md, "Liveness: the lease"): a SIGKILLed
 agent's death watch revokes its lease, so the others re-form long before that lease could
-expire; a frozen agent (SIGSTOP: nothing dies, nothing revokes) is left to its lease. Real etcd
+expire; a frozen agent (SIGSTOP: nothing dies, nothing revokes) is left to its lease. And a
+spare (docs/spares.md) taking a lost node's place, the host's too (EtcdSpareTest). Real etcd
 and real ddprun agents on loopback addresses; skipped (exit 77) where etcd is not installed.
 Usage:
     test_etcd_loss.py DDPRUN [TestClass]
@@ -56,6 +57,58 @@ class EtcdLossTest(etcd_case.ElasticPairCase):
         # within the TTL + 1 s (etcd checks expiry every 500 ms).
         self.assertGreater(took, 2 * 2 / 3 - 0.1)
         self.assertLess(took, 2 + 1.5)  # + the workers' start
+
+
+class EtcdSpareTest(etcd_case.EtcdCase):
+    D = "127.0.0.5"
+
+    def job(self, name, addr):
+        return self.start(name, addr, 2, "until_second", nnodes="3",
+                          conf="join_timeout=20,lease_ttl=10")
+
+    def three_and_a_spare(self):
+        a = self.job("a", self.A)
+        wait_for(lambda: "hosting the rendezvous" in a.stderr(), 10, "a hosting")
+        agents = {"a": a, "b": self.job("b", self.B), "c": self.job("c", self.C)}
+        wait_for(lambda: len(self.started()) == 6, 30, "6 workers of round 1")
+        d = self.job("d", self.D)
+        wait_for(lambda: "(waiting" in d.stderr(), 20, "d to join as a spare")
+        self.assertEqual(self.env_lines(d.stdout()), [], "a spare runs no workers")
+        first = {name: self.env_lines(agent.stdout()) for name, agent in agents.items()}
+        return agents, d, first
+
+    @staticmethod
+    def ranks(rows):
+        return sorted((r["GROUP_RANK"], int(r["RANK"]), r["LOCAL_RANK"]) for r in rows)
+
+    def lose(self, agents, name):
+        open(os.path.join(self.marks, "second"), "w").close()
+        agents[name].proc.send_signal(signal.SIGKILL)
+        agents[name].wait()
+        return {n: agent for n, agent in agents.items() if n != name}
+
+    def test_the_spare_takes_a_lost_nodes_ranks_on_the_hosts_daemon(self):
+        agents, d, first = self.three_and_a_spare()
+        lost = next(n for n, rows in first.items() if rows[0]["GROUP_RANK"] == "1")
+        survivors = self.lose(agents, lost)
+        for agent in list(survivors.values()) + [d]:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+        for name, agent in survivors.items():
+            second = self.env_lines(agent.stdout())[len(first[name]):]
+            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        self.assertEqual(self.ranks(self.env_lines(d.stdout())), self.ranks(first[lost]))
+
+    def test_the_hosts_loss_is_survived_with_the_spare(self):
+        # A new host's daemon knows no previous ranks (docs/spares.md): all four run again,
+        # the spare among them, in a job of three.
+        agents, d, first = self.three_and_a_spare()
+        survivors = self.lose(agents, "a")
+        for agent in list(survivors.values()) + [d]:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+        rows = self.env_lines(d.stdout()) + sum(
+            (self.env_lines(x.stdout())[len(first[n]):] for n, x in survivors.items()), [])
+        self.assertEqual(sorted(int(r["RANK"]) for r in rows), list(range(6)))
+        self.assertEqual({r["RC"] for r in rows}, {"0"})
 
 
 if __name__ == "__main__":
