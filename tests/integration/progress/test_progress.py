@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 sys.path.insert(0, os.path.join(HERE, "..", "status"))
 import etcd  # noqa: E402
+import netns  # noqa: E402
 import statuslib  # noqa: E402
 from procs import OutputProcess, free_port, wait_for  # noqa: E402
 
@@ -57,23 +58,24 @@ class Case(unittest.TestCase):
             p.kill()
         self.tmpdir.cleanup()
 
-    def agent(self, name, mode, args, nproc=1):
+    def agent(self, name, mode, args, nproc=1, prefix=()):
         env = dict(os.environ, MODE=mode, MARK_DIR=self.marks)
-        argv = [DDPRUN, "--nproc-per-node", str(nproc), "--shutdown-timeout", "5",
-                "--python", PYTHON] + args + [WORKER]
+        argv = list(prefix) + [DDPRUN, "--nproc-per-node", str(nproc), "--shutdown-timeout", "5",
+                               "--python", PYTHON] + args + [WORKER]
         p = OutputProcess(self.tmp, name, argv, env, timeout=DEADLINE_S)
         self.procs.append(p)
         return p
 
-    def pair(self, mode, endpoint, extra, hosted=True, backend="c10d"):
-        """Two agents (127.0.0.2 and .3, two workers each) of one job at `endpoint`; with
+    def pair(self, mode, endpoint, extra, hosted=True, backend="c10d",
+             addrs=("127.0.0.2", "127.0.0.3"), prefixes=((), ())):
+        """Two agents (at `addrs`, two workers each) of one job at `endpoint`; with
         `hosted` (c10d), the first one hosts the rendezvous (the second starts once it does)."""
         agents = []
-        for name, addr in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
+        for name, addr, prefix in zip("ab", addrs, prefixes):
             agents.append(self.agent(name, mode, ["--nnodes", "2", "--rdzv-backend", backend,
                                                   "--rdzv-endpoint", endpoint, "--rdzv-id",
                                                   "progress", "--local-addr", addr] + extra,
-                                     nproc=2))
+                                     nproc=2, prefix=prefix))
             if hosted and backend == "c10d" and name == "a":
                 wait_for(lambda: "hosting the rendezvous" in agents[0].stderr(), 20,
                          "the first agent to host the rendezvous")
@@ -131,6 +133,14 @@ class NoProgressTest(Case):
             self.assertEqual(agent.wait(), 93, name + ": " + agent.stderr())
             self.assertIn("do not requeue", agent.stderr())
 
+    def test_both_nodes_in_network_namespaces_exit_with_the_code(self):
+        hosts = netns.two_hosts_for(self, "dp", ["10.233.6.2", "10.233.6.3"])
+        endpoint = "%s:%d" % (hosts.addrs[0], free_port())
+        agents = self.pair("die", endpoint, self.ARGS + ["--rdzv-conf", CONF],
+                           addrs=hosts.addrs, prefixes=[hosts.exec_prefix(i) for i in (0, 1)])
+        for name, agent in zip("ab", agents):
+            self.assertEqual(agent.wait(), 93, name + ": " + agent.stderr())
+            self.assertIn("do not requeue", agent.stderr())
 
     def test_both_nodes_of_an_etcd_job_exit_with_the_code(self):
         try:
@@ -160,6 +170,30 @@ class GoodputTest(Case):
         self.assertAlmostEqual(fin["goodput"], expected, delta=0.05 * expected)
         self.assertAlmostEqual(fin["stepping_seconds"], stepping, delta=0.05 * stepping)
         self.assertAlmostEqual(fin["wall_seconds"], wall, delta=0.05 * wall)
+
+    def test_a_pair_in_network_namespaces(self):
+        # Progress reports crossing hosts: each node's event log ends with the job's goodput.
+        hosts = netns.two_hosts_for(self, "dg", ["10.233.7.2", "10.233.7.3"])
+        logs = [os.path.join(self.tmp, "ev.%s.jsonl" % n) for n in "ab"]
+        agents = []
+        for i, name in enumerate("ab"):
+            agents.append(self.agent(name, "schedule", [
+                "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                "%s:29411" % hosts.addrs[0], "--rdzv-id", "progress", "--local-addr",
+                hosts.addrs[i], "--max-restarts", "1", "--rdzv-conf", CONF, "--event-log",
+                logs[i]], nproc=2, prefix=hosts.exec_prefix(i)))
+            if i == 0:
+                wait_for(lambda: "hosting the rendezvous" in agents[0].stderr(), 20,
+                         "the first agent to host the rendezvous")
+        for agent in agents:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+        first, fin = events(logs[0])[0], events(logs[0])[-1]
+        wall = fin["ts_unix"] - first["ts_unix"]
+        expected = self.stepping(lambda rank: rank // 2) / wall
+        for log in logs:
+            got = events(log)[-1]["goodput"]
+            print("goodput %.4f, schedule %.4f" % (got, expected), file=sys.stderr)
+            self.assertAlmostEqual(got, expected, delta=0.05 * expected)
 
     def test_the_status_port_of_a_c10d_pair(self):
         daemon = statuslib.Daemon(self.tmp, DAEMON, ["--require-secret"])
