@@ -34,12 +34,12 @@ def s(b):
 
 def join_bytes(run_id, key="intruder", addr="127.0.0.9"):
     return (b"\x80" + s(run_id.encode()) + s(key.encode()) + s(addr.encode()) +
-            struct.pack("<HIIIIqqqqI", 1, 1, 2, 2, 0, 20000, 200, 30000, 200, 3))
+            struct.pack("<HIIIIqqqqIIi", 1, 1, 2, 2, 0, 20000, 200, 30000, 200, 3, 0, 93))
 
 
 def failure_bytes(round_=1):
     f = (s(b"") + struct.pack("<IIIiqq", 0, 0, 0, 9, 1, 0) + s(b"") + s(b"forged failure") +
-         struct.pack("<Bq", 0, 0))  # not hung, no step
+         struct.pack("<BqQQB", 0, 0, 0, 0, 0))  # not hung, no step, no lines, may restart
     return b"\x82" + struct.pack("<QQ", round_, 1) + f
 
 

@@ -98,14 +98,18 @@ class DiagnosisCase(unittest.TestCase):
         self.wait_attempt_1()  # the restart round runs once the failure was handled
         j = self.job()
         self.assertEqual((j["state"], j["restart_count"]), ("running", 1), j)
-        # The failed worker, and its node's other worker that its agent stopped (143).
-        self.assertEqual(j["failed_worker_count"], 2, j)
+        # The failed worker, and (when its stop landed after the report began: scheduling
+        # decides, so either is right) its node's other worker that its agent stopped (143).
+        count = j["failed_worker_count"]
+        self.assertIn(count, (1, 2), j)
         by_local = {f["local_rank"]: f for f in j["failed_workers"]}
-        self.assertEqual((by_local[1]["exit_code"], by_local[0]["exit_code"]), (7, 143), j)
+        self.assertEqual(by_local[1]["exit_code"], 7, j)
+        if count == 2:
+            self.assertEqual(by_local[0]["exit_code"], 143, j)
+            self.assertEqual(by_local[0]["last_lines"], [])  # it printed nothing
         rank = by_local[1]["rank"]
         self.assertEqual(by_local[1]["last_lines"], expected_lines(rank))
         self.assertEqual(by_local[1]["stack_head"], [])
-        self.assertEqual(by_local[0]["last_lines"], [])  # it printed nothing
         self.assertEqual(j["last_failure"]["failure"]["last_lines"], expected_lines(rank))
         # /api/jobs carries the failure's lines too (the page draws them from there).
         listed = json.loads(self.status("--json"))["jobs"][0]
@@ -113,7 +117,8 @@ class DiagnosisCase(unittest.TestCase):
         self.assertNotIn("failed_workers", listed)
 
         out = self.status("diag")
-        self.assertIn("failed workers of the last failed round (2 shown of 2):\n", out)
+        self.assertIn("failed workers of the last failed round (%d shown of %d):\n" % (count, count),
+                      out)
         self.assertTrue(by_local[1]["node_key"].startswith(self.agent_addrs[1] + ":"), j)
         self.assertIn("rank %d (local rank 1) on %s: exit code 7" % (
             rank, by_local[1]["node_key"]), out)
