@@ -85,7 +85,7 @@ def main():
     # SIGTERM (a CTest timeout, kill) unwinds like Ctrl-C: the namespaces and agents go too.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     indices = [args.only] if args.only is not None else range(args.trials)
-    netns = None if args.no_netns else topology.namespaces_or_none(3)
+    netns = None if args.no_netns else topology.namespaces_or_none(4)  # 3 nodes and a spare
     loopback = topology.Loopback()
     results, skipped = [], {}
     print("chaos: seed %d, %d trial(s), kinds %s" % (args.seed, len(indices),
@@ -93,9 +93,9 @@ def main():
     try:
         for k in indices:
             kind = args.kinds[k % len(args.kinds)]
-            inject, applies = faults.FAULTS[kind]
+            inject, applies, shape = faults.FAULTS[kind]
             try:
-                t = plan.draw(args.seed, k, kind, netns is not None, applies)
+                t = plan.draw(args.seed, k, kind, netns is not None, applies, shape)
             except RuntimeError as e:
                 skipped[kind] = "skipped: %s (no network namespaces here)" % e
                 print("chaos: trial %d skipped: %s" % (k, e), flush=True)
@@ -106,14 +106,14 @@ def main():
                 violations, gone = run.execute(inject)
             finally:
                 run.cleanup()
+            if args.verbose:
+                for n, a in enumerate(run.agents):
+                    print("    node %d: exit %s: %s" % (n, a.returncode, run.tail(n, 1)))
             if violations:
                 violations.append("logs kept in " + run.tmp)
             else:
                 run.remove_files()
             results.append((t, violations, gone))
-            if args.verbose:
-                for n, a in enumerate(run.agents):
-                    print("    node %d: exit %s: %s" % (n, a.returncode, run.tail(n, 1)))
             print("chaos: trial %d %s: %s (%.1f s)%s" % (
                 k, t.describe(), "VIOLATED" if violations else "ok", time.monotonic() - started,
                 "".join("\n    " + v for v in violations)), flush=True)

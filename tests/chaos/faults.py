@@ -8,9 +8,9 @@ import plan
 FAULTS = {}
 
 
-def fault(name, applies=lambda t: True):
+def fault(name, applies=lambda t: True, shape=lambda t: None):
     def register(fn):
-        FAULTS[name] = (fn, applies)
+        FAULTS[name] = (fn, applies, shape)
         plan.KINDS.append(name)
         return fn
     return register
@@ -72,3 +72,32 @@ def link_down(run, t):
     if t.hosts_daemon(t.target):
         return plan.host_cut_off(t, {0})
     return plan.node_gone(t, {1})
+
+
+def with_spare(t):
+    t.spare = True
+
+
+@fault("spare_takeover", shape=with_spare)
+def spare_takeover(run, t):
+    """A participant SIGKILLed while a spare waits: the spare takes its ranks (run.py checks
+    that every other node kept its own)."""
+    run.signal_agent(t.target, signal.SIGKILL)
+    run.expect_ranks_kept = not t.hosts_daemon(t.target)
+    return plan.spare_takeover(t, {-signal.SIGKILL})
+
+
+def no_progress_job(t):
+    t.no_progress = 1
+    t.restarts = 2
+
+
+@fault("no_progress", shape=no_progress_job)
+def no_progress(run, t):
+    """The campaign's workers beat no steps, so no round makes progress: with
+    --max-no-progress-restarts 1 the first failure restarts the job, the faulted worker fails
+    again at once in the next attempt, and that failure ends the job with exit 93 on every
+    node (docs/progress.md)."""
+    run.fail_again(t.target, t.local_rank)
+    run.worker_exit(t.target, t.local_rank, t.exit_code)
+    return plan.Expect({n: {93} for n in range(t.nodes)})

@@ -23,6 +23,8 @@ class Trial:
     delay_s: float    # fault this long after every worker of the first attempt started
     exit_code: int    # worker_exit's code
     pause_s: float    # agent_stop / link_down: how long the node is frozen or cut off
+    spare: bool = False          # one more agent joins at MAX as a spare before the fault
+    no_progress: int = 0         # --max-no-progress-restarts (0: off)
 
     @property
     def elastic(self):
@@ -39,15 +41,21 @@ class Trial:
     def hosts_daemon(self, node):
         return self.placement == "embedded" and node == 0
 
+    @property
+    def agents(self):
+        return self.nodes + (1 if self.spare else 0)
+
     def describe(self):
-        return "%s, %s, %s daemon, %d nodes (--nnodes %s), %d worker(s) each%s, --max-restarts %d" % (
-            self.kind, self.topology, self.placement, self.nodes, self.nnodes, self.nproc,
-            " (torch)" if self.torch else "", self.restarts)
+        return "%s, %s, %s daemon, %d nodes (--nnodes %s)%s, %d worker(s) each%s, --max-restarts %d" % (
+            self.kind, self.topology, self.placement, self.nodes, self.nnodes,
+            " + a spare" if self.spare else "", self.nproc, " (torch)" if self.torch else "",
+            self.restarts)
 
 
-def draw(seed, index, kind, netns_ok, applies):
+def draw(seed, index, kind, netns_ok, applies, shape=lambda t: None):
     """Trial `index` of the campaign `seed` for fault `kind`: the same every time. `applies`
-    (a Trial -> bool) says whether the kind can run in a drawn configuration; up to 50 draws."""
+    (a Trial -> bool) says whether the kind can run in a drawn configuration; up to 50 draws.
+    `shape` sets what the kind itself needs (a spare, the no-progress option)."""
     rng = random.Random("%d/%d" % (seed, index))
     for _ in range(50):
         nodes = rng.choice([2, 3])
@@ -63,6 +71,7 @@ def draw(seed, index, kind, netns_ok, applies):
             delay_s=round(rng.uniform(0.0, 1.2), 2), exit_code=rng.randint(1, 120),
             pause_s=round(rng.uniform(2.5, 8.0), 1))
         t.local_rank = rng.randrange(t.nproc)
+        shape(t)
         if applies(t):
             return t
     raise RuntimeError("no configuration fits fault kind %s" % kind)
@@ -94,6 +103,16 @@ def node_gone(t, own_codes):
             codes[n] = {1}  # the daemon went with it: every other node loses the rendezvous
         else:
             codes[n] = {0} if t.elastic else {1}  # elastic jobs re-form without it
+    return Expect(codes)
+
+
+def spare_takeover(t, own_codes):
+    """Node t.target left a job that had a spare: the spare takes its place, so the job goes on
+    at its size (unless the target hosted the daemon: every other node loses the rendezvous)."""
+    codes = {t.target: own_codes}
+    for n in range(t.agents):
+        if n != t.target:
+            codes[n] = {1} if t.hosts_daemon(t.target) else {0}
     return Expect(codes)
 
 

@@ -56,6 +56,7 @@ class Run:
         self.daemon = None
         self.pending = []  # (monotonic time, action) scheduled by faults
         self.frozen_until = {}
+        self.expect_ranks_kept = False  # spare faults: check() compares the ranks' nodes
 
     # ---- what fault functions call -----------------------------------------------------
     def signal_agent(self, node, sig):
@@ -73,6 +74,11 @@ class Run:
         with open(os.path.join(self.tmp, "exit_code"), "w") as f:
             f.write(str(code))
         self.signal_worker(node, local_rank, signal.SIGUSR1)
+
+    def fail_again(self, node, local_rank):
+        """That worker's rank exits 3 as soon as it starts in every later attempt."""
+        with open(os.path.join(self.tmp, "fail_again"), "w") as f:
+            f.write(str(self.worker(node, local_rank)[1]))
 
     def kill_daemon(self):
         self.daemon.kill()
@@ -117,19 +123,38 @@ class Run:
                    CHAOS_TORCH="1" if t.torch else "0")
         if self.topo.ifname:
             env["GLOO_SOCKET_IFNAME"] = self.topo.ifname
+        self.endpoint, self.env = endpoint, env
         for n in range(t.nodes):
-            conf = CONF
-            if t.placement == "embedded":
-                conf += ",is_host=%s" % ("true" if n == 0 else "false")
-            argv = self.topo.prefix(n) + [
-                self.ddprun, "--nnodes", t.nnodes, "--nproc-per-node", str(t.nproc),
-                "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", t.run_id,
-                "--rdzv-conf", conf, "--local-addr", self.topo.addr(n),
-                "--max-restarts", str(t.restarts), "--shutdown-timeout", "3",
-                "--no-python", PYTHON, "-u", os.path.join(HERE, "worker.py")]
-            self.agents.append(subprocess.Popen(
-                argv, env=env, stdin=subprocess.DEVNULL,
-                stdout=open(self.path(n, "out"), "wb"), stderr=open(self.path(n, "err"), "wb")))
+            self.start_agent(n)
+
+    def start_agent(self, n):
+        t = self.t
+        conf = CONF
+        if t.placement == "embedded":
+            conf += ",is_host=%s" % ("true" if n == 0 else "false")
+        argv = self.topo.prefix(n) + [
+            self.ddprun, "--nnodes", t.nnodes, "--nproc-per-node", str(t.nproc),
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", self.endpoint, "--rdzv-id", t.run_id,
+            "--rdzv-conf", conf, "--local-addr", self.topo.addr(n),
+            "--max-restarts", str(t.restarts), "--shutdown-timeout", "3"]
+        if t.no_progress:
+            argv += ["--max-no-progress-restarts", str(t.no_progress)]
+        argv += ["--no-python", PYTHON, "-u", os.path.join(HERE, "worker.py")]
+        self.agents.append(subprocess.Popen(
+            argv, env=self.env, stdin=subprocess.DEVNULL,
+            stdout=open(self.path(n, "out"), "wb"), stderr=open(self.path(n, "err"), "wb")))
+
+    def rank_nodes(self):
+        """Global rank -> the address of the node whose worker last started with it."""
+        latest = {}
+        for name in os.listdir(self.tmp):
+            if not name.startswith("started.") or name.endswith(".tmp"):
+                continue
+            _, restart, rank = name.split(".")
+            agent = open(os.path.join(self.tmp, name)).read().split()[1]
+            if int(restart) >= latest.get(int(rank), (-1, ""))[0]:
+                latest[int(rank)] = (int(restart), agent.rsplit(":", 1)[0])
+        return {rank: addr for rank, (_, addr) in latest.items()}
 
     def path(self, node, stream):
         return os.path.join(self.tmp, "node%d.%s" % (node, stream))
@@ -152,6 +177,12 @@ class Run:
             return ["the workers did not all start within %.0f s" % START_BOUND_S], None
         if not self.first_attempt_running():
             return ["an agent exited before the fault: " + self.summary()], None
+        if self.t.spare:  # the extra agent joins at MAX: a spare, told it waits
+            self.start_agent(self.t.nodes)
+            if not poll_until(lambda: "(waiting" in self.stderr(self.t.nodes) or
+                              self.agents[-1].poll() is not None, START_BOUND_S):
+                return ["the spare did not join within %.0f s" % START_BOUND_S], None
+            self.first_ranks = self.rank_nodes()
         pid, rank = self.worker(self.t.target, self.t.local_rank)
         self.target_worker = (self.topo.addr(self.t.target), rank)
         time.sleep(self.t.delay_s)  # the point: the fault lands at a drawn moment of the run
@@ -220,6 +251,12 @@ class Run:
                 if named != self.target_worker:
                     violations.append("node %d's root-cause table names %s, expected host %s "
                                       "rank %d" % ((n, named) + self.target_worker))
+        if self.expect_ranks_kept:
+            lost, spare = self.topo.addr(self.t.target), self.topo.addr(self.t.nodes)
+            want = {r: spare if a == lost else a for r, a in self.first_ranks.items()}
+            if self.rank_nodes() != want:
+                violations.append("ranks by node after the spare took over: %s, expected %s"
+                                  % (self.rank_nodes(), want))
         return violations
 
     def tail(self, node, lines=3):

@@ -4,7 +4,8 @@ Marks its start (CHAOS_DIR/started.<restart>.<rank>, holding its pid) so the cam
 when every worker of an attempt runs. SIGUSR1 makes it exit with the code written in
 CHAOS_DIR/exit_code (the "worker exits N" fault). With CHAOS_TORCH=1 it is a real PyTorch
 Gloo job: init_process_group from torchrun's environment, then all_reduce steps, so a lost
-peer is seen the way a training job sees it.
+peer is seen the way a training job sees it. A rank named in CHAOS_DIR/fail_again exits 3 at
+once in every attempt after the first (the no_progress fault). It beats no steps.
 """
 import os
 import signal
@@ -25,6 +26,9 @@ def main():
     restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     run_s = float(os.environ.get("CHAOS_RUN_S", "3"))
     use_torch = os.environ.get("CHAOS_TORCH") == "1"
+    fail_again = os.path.join(os.environ["CHAOS_DIR"], "fail_again")
+    if restart != "0" and os.path.exists(fail_again) and open(fail_again).read() == str(rank):
+        return 3  # the no_progress fault: this rank fails at once in every later attempt
     if use_torch:
         import torch
         import torch.distributed as dist
