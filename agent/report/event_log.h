@@ -71,6 +71,7 @@ class EventLog {
   void restart(const Round& next, std::uint64_t previous_round, int previous_restart_count);
   void workers_hung(const HangReport& report);
   void stop_requested(std::uint64_t round, const std::string& detail);
+  void straggler(const rendezvous::membership::Straggler& straggler);
   void workers_done(const WorkersResult& result);
   void failure(const rendezvous::membership::JobFinished& finished);
   void signal(int signal);
