@@ -45,7 +45,8 @@
 //   0x95  (a framed TCPStore reply, rendezvous/framer.h; not a push)
 //   0x96  WAITING                    u32 joined, u32 min_nodes, u32 max_nodes,
 //                                    i64 join_timeout_left, i64 last_call_left (-1: none)
-//   0x97  STRAGGLER                  u64 round, u64 rank, i64 step_time us, i64 median us,
+//   0x97  (CHALLENGE of job secrets, rendezvous/protocol.h; not a push)
+//   0x98  STRAGGLER                  u64 round, u64 rank, i64 step_time us, i64 median us,
 //                                    u32 reports, u8 removed
 //
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
@@ -71,9 +72,9 @@ inline constexpr std::uint8_t kFirstRequestType = 0x80;
 inline constexpr std::uint8_t kFirstPushType = 0x90;
 inline constexpr std::uint8_t kJoinAtRankType = 0x86;  // JOIN with JoinRequest::node_rank
 inline constexpr std::uint8_t kQueryWaitingType = 0x87;
-inline constexpr std::uint8_t kProgressType = 0x8B;  // after the auth types 0x88..0x8A
-inline constexpr std::uint8_t kWaitingType = 0x96;   // after 0x95, the framed store reply
-inline constexpr std::uint8_t kStragglerType = 0x97;
+inline constexpr std::uint8_t kProgressType = 0x8B;   // after the auth types 0x88..0x8A
+inline constexpr std::uint8_t kWaitingType = 0x96;    // after 0x95, the framed store reply
+inline constexpr std::uint8_t kStragglerType = 0x98;  // after 0x97, protocol.h's CHALLENGE
 
 // True for 0x80..0x8F: the session hands such bytes to decode_request().
 inline bool is_native_request_type(std::uint8_t type) {

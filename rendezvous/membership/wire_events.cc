@@ -158,7 +158,7 @@ Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
     }
     default:
       in.fail("unknown native rendezvous push type " + std::to_string(type) +
-              "; this agent knows 144..148, 150 and 151 (is the daemon newer than the agent?)");
+              "; this agent knows 144..148, 150 and 152 (is the daemon newer than the agent?)");
       return in.finish(Payload{});
   }
 }
