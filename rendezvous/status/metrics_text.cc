@@ -115,7 +115,9 @@ std::string format_metrics(const MetricsInput& in) {
              std::chrono::duration<double>(j.goodput.stepping).count(), label("run_id", j.run_id));
   }
 
-  auto seconds = [](std::chrono::microseconds d) { return std::chrono::duration<double>(d).count(); };
+  auto seconds = [](std::chrono::microseconds d) {
+    return std::chrono::duration<double>(d).count();
+  };
   w.family("ddp_rdzv_job_stragglers", "gauge",
            "Ranks of a job's round flagged as stragglers (docs/stragglers.md).");
   for (const JobSummary& j : in.jobs)
@@ -135,8 +137,9 @@ std::string format_metrics(const MetricsInput& in) {
                label("run_id", j.run_id) + "," + label("rank", std::to_string(r.rank)));
     }
   }
-  w.family("ddp_rdzv_rank_straggler", "gauge",
-           "1 when the rank is flagged as a straggler, for the ranks of ddp_rdzv_rank_step_seconds.");
+  w.family(
+      "ddp_rdzv_rank_straggler", "gauge",
+      "1 when the rank is flagged as a straggler, for the ranks of ddp_rdzv_rank_step_seconds.");
   for (const JobSummary& j : in.jobs) {
     for (const membership::RankStepView& r : j.slow_ranks) {
       w.sample("ddp_rdzv_rank_straggler", std::uint64_t{r.straggler ? 1u : 0u},
