@@ -7,6 +7,7 @@ the workers beat a step every 0.15 s, rank 3 3x as long in the slow cases:
 - flagged: a `straggler` event for rank 3 in its node's event log only (join order decides
   which node holds ranks 2..3), /api/jobs and /metrics name it;
 - balanced: no rank slow, none flagged after more steps than the slow case needed;
+- one node (the in-process rendezvous): 4 workers, rank 3 flagged;
 - --exclude-straggler: rank 3's node is removed (its agent exits, its event log says why) and
   the first goes on alone in round 2.
 """
@@ -106,6 +107,18 @@ class StragglerTest(unittest.TestCase):
             self.assertEqual(p.wait(), 0, p.stderr())
         self.assertEqual(events(fast_log, "straggler"), [])
         self.assertEqual(len(events(slow_log, "straggler")), 1)  # flagged once
+
+    def test_one_node(self):
+        log = os.path.join(self.tmp, "one.jsonl")
+        env = dict(os.environ, MARK_DIR=self.marks, SLOW_RANK="3")
+        agent = OutputProcess(self.tmp, "one", [DDPRUN, "--nproc-per-node", "4", "--python", PYTHON,
+                                                "--event-log", log] + REPORTS + [WORKER],
+                              env, timeout=DEADLINE_S)
+        self.procs.append(agent)
+        wait_for(lambda: events(log, "straggler"), 40, "a straggler event on the single node")
+        self.assertEqual([e["rank"] for e in events(log, "straggler")], [3])
+        self.stop_workers()
+        self.assertEqual(agent.wait(), 0, agent.stderr())
 
     def test_a_balanced_job_has_none(self):
         a_log, b_log = self.pair(REPORTS)
