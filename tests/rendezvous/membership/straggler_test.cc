@@ -65,6 +65,10 @@ TEST_CASE("a rank 3x slower is flagged at its straggler_reports-th slow report, 
   REQUIRE(!v.slow_ranks.empty());
   CHECK(v.slow_ranks.front() == RankStepView{5, 300'000us, true});
   CHECK(v.slow_ranks.size() == 8);
+  const auto top = h.job().stragglers().slowest(h.job().rank_progress(), 3);  // /metrics' bound
+  REQUIRE(top.size() == 3);
+  CHECK(top[0] == RankStepView{5, 300'000us, true});
+  CHECK_FALSE(top[1].straggler);
   CHECK(h.job().state() == Job::State::kRunning);  // only flagged: exclude_straggler is off
 }
 
