@@ -10,8 +10,9 @@
 //   run_id, host, agent_pid
 //   round, restart_count, group_rank   of this node's current round; null before the first
 // then the event's own keys. Events: join, round, restart, workers_started, worker_exited,
-// workers_hung, stop_requested, workers_done, failure, signal, lost, finish. The names and keys
-// are a stable interface: later versions add keys and events, never rename or remove one.
+// workers_hung, stop_requested, straggler, workers_done, failure, signal, lost, finish. The names
+// and keys are a stable interface: later versions add keys and events, never rename or remove
+// one.
 //
 // A default-constructed EventLog writes nothing (no --event-log); its methods cost a branch.
 //
