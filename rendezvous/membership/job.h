@@ -17,7 +17,8 @@
 // connection, missed heartbeats) re-form the job without moving it, as long as >= MIN nodes
 // remain; only the departures after the first max_nodes of the job's life count like a
 // failure (the bound on a flapping node). A waiting node's restart does not move it.
-// Removal: a node removed for missed heartbeats or a stop timeout is told at once
+// Removal: a node removed for missed heartbeats, a stop timeout or (exclude_straggler) a
+// persistent straggler is told at once
 // (ErrorEvent kPeerGone naming why, pushed on its still-open connection), and every later
 // request on that connection is refused with the same reason (Registry), never dropped.
 // Rank rule: ranks.h. Pinned ranks (static rendezvous, pinned_ranks): every JOIN names its
