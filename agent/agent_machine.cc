@@ -55,6 +55,15 @@ void AgentMachine::on_round(const Round& round) {
   }
 }
 
+void AgentMachine::on_straggler(const rendezvous::membership::Straggler& straggler) {
+  spdlog::warn("round {}: rank {} is a straggler: step time {:.3f}s, the job's median {:.3f}s{}",
+               straggler.round, straggler.rank,
+               std::chrono::duration<double>(straggler.step_time).count(),
+               std::chrono::duration<double>(straggler.median).count(),
+               straggler.removed ? "; the job removes this node (--exclude-straggler)" : "");
+  events().straggler(straggler);
+}
+
 void AgentMachine::on_stop_workers(std::uint64_t round, const std::string& detail, bool for_hang) {
   if (state_ == State::kFinishing || state_ == State::kDone) return;
   spdlog::warn("round {}: stopping the workers: {}", round, detail);

@@ -85,6 +85,7 @@ class AgentMachine final : public RendezvousEvents, public WorkerEvents {
   void on_stop_workers(std::uint64_t round, const std::string& detail, bool for_hang) override;
   void on_job_finished(const rendezvous::membership::JobFinished& finished) override;
   void on_lost(const Status& why) override;
+  void on_straggler(const rendezvous::membership::Straggler& straggler) override;
   // WorkerEvents
   void on_workers_done(const WorkersResult& result) override;
   void on_workers_hung(const HangReport& report) override;

@@ -46,6 +46,11 @@ struct AgentConfig {
   int max_restarts = 0;
   int max_no_progress_restarts = 0;  // docs/progress.md; 0: off
   int no_progress_exit_code = 93;
+  // Stragglers (docs/stragglers.md): factor in thousandths (0: off), reports in a row, and
+  // whether the job removes a straggler's node.
+  int straggler_factor_milli = 2000;
+  int straggler_reports = 5;
+  bool exclude_straggler = false;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
   // TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (docs/unkillable.md): a running worker in
   // uninterruptible sleep (D) this long fails the group, and the job does not restart; 0 = off.

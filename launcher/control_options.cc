@@ -100,6 +100,19 @@ Status resolve_control(const RawOptions& raw, const LaunchEnvironment& environme
   auto no_progress_code = parse_integer(code.origin, code.text, 1, 255);
   if (!no_progress_code) return from(code, no_progress_code.status());
   config.no_progress_exit_code = static_cast<int>(*no_progress_code);
+  const RawValue& factor = raw.at("straggler_factor");
+  auto straggler_factor = parse_factor(factor.origin, factor.text);
+  if (!straggler_factor) return from(factor, straggler_factor.status());
+  config.straggler_factor_milli = *straggler_factor;
+  const RawValue& reports = raw.at("straggler_reports");
+  auto straggler_reports = parse_integer(reports.origin, reports.text, 1, 1000);
+  if (!straggler_reports) return from(reports, straggler_reports.status());
+  config.straggler_reports = static_cast<int>(*straggler_reports);
+  if (Status s = take(raw.at("exclude_straggler"), flag(raw, "exclude_straggler"),
+                      config.exclude_straggler);
+      !s) {
+    return s;
+  }
 
   const RawValue& role = raw.at("role");
   if (role.text.empty()) {

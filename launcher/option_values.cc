@@ -66,6 +66,14 @@ Result<long long> parse_integer(std::string_view option, std::string_view text, 
   return value;
 }
 
+Result<int> parse_factor(std::string_view option, std::string_view text) {
+  double factor = 0;
+  if (!whole_double(text, factor) || (factor != 0 && (factor < 1 || factor > 1000))) {
+    return bad(option, text, "0 (off) or a factor from 1 to 1000 (e.g. 2 or 1.5)");
+  }
+  return static_cast<int>(std::lround(factor * 1000));
+}
+
 Result<std::chrono::milliseconds> parse_seconds(std::string_view option, std::string_view text) {
   double seconds = 0;
   // One year is far beyond any sensible timeout and keeps the conversion exact.

@@ -19,7 +19,7 @@ struct OptionSpec {
 };
 
 // torchrun's options (and ddprun's few additions), with torchrun's defaults.
-constexpr std::array<OptionSpec, 57> kOptions{{
+constexpr std::array<OptionSpec, 60> kOptions{{
     {"nnodes", "", false, "1:1", "Number of nodes, N or MIN:MAX"},
     {"nproc_per_node", "", false, "1", "Workers on this node: a number, gpu, cpu or auto"},
     {"gpu_ids", "", false, "", "Run on these GPUs (e.g. 1,6,3); one worker per GPU"},
@@ -38,6 +38,13 @@ constexpr std::array<OptionSpec, 57> kOptions{{
      "docs/progress.md); 0: off"},
     {"no_progress_exit_code", "", false, "93",
      "Exit code of a job stopped for lack of progress: tells the scheduler not to requeue"},
+    {"straggler_factor", "", false, "2",
+     "A rank whose step time exceeds this many times the job's median is slow "
+     "(docs/stragglers.md); 0: no straggler detection"},
+    {"straggler_reports", "", false, "5",
+     "Progress reports in a row (each with a new step) a rank must be slow to be a straggler"},
+    {"exclude_straggler", "", true, "0",
+     "Remove a straggler's node from the job like a lost node (a spare takes its place)"},
     {"monitor_interval", "", false, "0.1", "Accepted for torchrun compatibility; exits are events"},
     {"start_method", "", false, "spawn", "Accepted: spawn, fork or forkserver"},
     {"role", "", false, "default", "Worker role name (ROLE_NAME, output prefix)"},

@@ -109,6 +109,7 @@ void MembershipBackend::on_payload(const membership::Payload& payload) {
     progress_.cancel();
     return events_->on_job_finished(*f);
   }
+  if (auto* g = std::get_if<membership::Straggler>(&payload)) return events_->on_straggler(*g);
   if (auto* e = std::get_if<membership::ErrorEvent>(&payload)) return on_link_lost(lost_status(*e));
 }
 

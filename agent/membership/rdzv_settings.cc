@@ -80,6 +80,9 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
   s.config.max_restarts = static_cast<std::uint32_t>(config.max_restarts);
   s.config.max_no_progress_restarts = static_cast<std::uint32_t>(config.max_no_progress_restarts);
   s.config.no_progress_exit_code = config.no_progress_exit_code;
+  s.config.straggler_factor_milli = static_cast<std::uint32_t>(config.straggler_factor_milli);
+  s.config.straggler_reports = static_cast<std::uint32_t>(config.straggler_reports);
+  s.config.exclude_straggler = config.exclude_straggler;
   if (is_static && s.config.min_nodes != s.config.max_nodes) {
     return invalid_argument("--nnodes " + std::to_string(config.min_nodes) + ":" +
                             std::to_string(config.max_nodes) +

@@ -67,6 +67,8 @@ class RendezvousEvents {
   virtual void on_stop_workers(std::uint64_t round, const std::string& detail, bool for_hang) = 0;
   virtual void on_job_finished(const rendezvous::membership::JobFinished& finished) = 0;
   virtual void on_lost(const Status& why) = 0;
+  // One of this node's ranks is a straggler (docs/stragglers.md): for the record only.
+  virtual void on_straggler(const rendezvous::membership::Straggler& straggler) = 0;
 };
 
 class RendezvousBackend {

@@ -180,6 +180,16 @@ void EventLog::stop_requested(std::uint64_t round, const std::string& detail) {
   line["detail"] = detail;
 }
 
+void EventLog::straggler(const rendezvous::membership::Straggler& straggler) {
+  if (!sink_) return;
+  Line line(*this, "straggler");
+  line["rank"] = straggler.rank;
+  line["step_time_seconds"] = std::chrono::duration<double>(straggler.step_time).count();
+  line["median_seconds"] = std::chrono::duration<double>(straggler.median).count();
+  line["reports"] = straggler.reports;
+  line["removed"] = straggler.removed;
+}
+
 void EventLog::workers_done(const WorkersResult& result) {
   if (!sink_) return;
   Line line(*this, "workers_done");

@@ -10,8 +10,9 @@
 //   run_id, host, agent_pid
 //   round, restart_count, group_rank   of this node's current round; null before the first
 // then the event's own keys. Events: join, round, restart, workers_started, worker_exited,
-// workers_hung, stop_requested, workers_done, failure, signal, lost, finish. The names and keys
-// are a stable interface: later versions add keys and events, never rename or remove one.
+// workers_hung, stop_requested, straggler, workers_done, failure, signal, lost, finish. The names
+// and keys are a stable interface: later versions add keys and events, never rename or remove
+// one.
 //
 // A default-constructed EventLog writes nothing (no --event-log); its methods cost a branch.
 //
@@ -71,6 +72,7 @@ class EventLog {
   void restart(const Round& next, std::uint64_t previous_round, int previous_restart_count);
   void workers_hung(const HangReport& report);
   void stop_requested(std::uint64_t round, const std::string& detail);
+  void straggler(const rendezvous::membership::Straggler& straggler);
   void workers_done(const WorkersResult& result);
   void failure(const rendezvous::membership::JobFinished& finished);
   void signal(int signal);

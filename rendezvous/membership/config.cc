@@ -61,6 +61,17 @@ Status validate(const Config& c) {
     return invalid_argument("no_progress_exit_code " + std::to_string(c.no_progress_exit_code) +
                             " is out of range; pass --no-progress-exit-code 1..255");
   }
+  if (c.straggler_factor_milli != 0 &&
+      (c.straggler_factor_milli < 1000 || c.straggler_factor_milli > 1000 * 1000)) {
+    return invalid_argument("straggler factor " +
+                            std::to_string(c.straggler_factor_milli / 1000.0) +
+                            " is out of range; pass --straggler-factor 0 (off) or 1..1000");
+  }
+  if (c.straggler_reports < 1 || c.straggler_reports > kMaxStragglerReports) {
+    return invalid_argument("straggler_reports " + std::to_string(c.straggler_reports) +
+                            " is out of range; pass --straggler-reports 1.." +
+                            std::to_string(kMaxStragglerReports));
+  }
   if (c.keep_alive_max_attempt < 1 || c.keep_alive_max_attempt > kMaxKeepAliveAttempts) {
     return invalid_argument("keep_alive_max_attempt " + std::to_string(c.keep_alive_max_attempt) +
                             " is out of range; pass 1.." + std::to_string(kMaxKeepAliveAttempts) +
@@ -88,6 +99,9 @@ std::string config_mismatch(const Config& mine, const Config& job) {
   add_diff(out, "max_no_progress_restarts", mine.max_no_progress_restarts,
            job.max_no_progress_restarts);
   add_diff(out, "no_progress_exit_code", mine.no_progress_exit_code, job.no_progress_exit_code);
+  add_diff(out, "straggler_factor_milli", mine.straggler_factor_milli, job.straggler_factor_milli);
+  add_diff(out, "straggler_reports", mine.straggler_reports, job.straggler_reports);
+  add_diff(out, "exclude_straggler", mine.exclude_straggler, job.exclude_straggler);
   return out;
 }
 

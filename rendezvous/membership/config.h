@@ -22,6 +22,7 @@ inline constexpr std::uint32_t kMaxNodes = 1u << 20;                  // bound o
 inline constexpr std::uint32_t kMaxRestarts = 1u << 20;               // bound on --max-restarts
 inline constexpr Duration kMaxTimeout = std::chrono::hours(24 * 30);  // bound on every timeout
 inline constexpr std::uint32_t kMaxKeepAliveAttempts = 1000;
+inline constexpr std::uint32_t kMaxStragglerReports = 1000;
 
 struct Config {
   std::uint32_t min_nodes = 1;
@@ -44,6 +45,12 @@ struct Config {
   // no_progress_exit_code (1..255; ft_launcher's default 93) instead of restarting. 0: off.
   std::uint32_t max_no_progress_restarts = 0;
   std::int32_t no_progress_exit_code = 93;
+  // Stragglers (docs/stragglers.md): a rank whose step time exceeds straggler_factor_milli /
+  // 1000 times the job's median for straggler_reports reports in a row (each with a new step)
+  // is a straggler; with exclude_straggler its node is removed like a lost node. Factor 0: off.
+  std::uint32_t straggler_factor_milli = 2000;
+  std::uint32_t straggler_reports = 5;
+  bool exclude_straggler = false;
 
   Duration heartbeat_budget() const { return keep_alive_interval * keep_alive_max_attempt; }
   bool operator==(const Config&) const = default;

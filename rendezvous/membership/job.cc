@@ -14,6 +14,8 @@ Job::Job(std::string run_id, Config config, bool pinned_ranks, TimePoint now)
       pinned_ranks_(pinned_ranks),
       now_(now),
       join_deadline_(now + config.join_timeout),
+      stragglers_(config.straggler_factor_milli, config.straggler_reports,
+                  std::min(config.keep_alive_interval, Duration(std::chrono::seconds(1)))),
       created_at_(now),
       forming_since_(now) {}
 
@@ -150,24 +152,41 @@ void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
 }
 
 void Job::progress(NodeId id, std::uint64_t round, Duration stepping,
-                   const std::vector<RankProgress>& ranks, TimePoint now) {
+                   const std::vector<RankProgress>& ranks, TimePoint now, Events& out) {
   advance(now);
   auto it = members_.find(id);
   if (it == members_.end()) return;
   Member& m = it->second;
   touch(id, m);
+  bool exclude = false;
   if (round == round_ && m.role == Role::kParticipant &&
       (state_ == State::kRunning || state_ == State::kStopping)) {
     round_stepping_ = std::max(round_stepping_, stepping);
+    std::vector<const RankProgress*> stepped;  // judged once the whole report is stored
     for (const RankProgress& p : ranks) {
       ++visits_;
       if (p.rank < m.rank_offset || p.rank >= m.rank_offset + m.info.local_world_size) continue;
-      rank_progress_[p.rank] = p;
+      auto [slot, fresh] = rank_progress_.try_emplace(p.rank, p);
+      if (fresh || slot->second.step != p.step) stepped.push_back(&p);
+      slot->second = p;
       if (!best_step_ || p.step > *best_step_) {
         best_step_ = p.step;
         round_progressed_ = true;
       }
     }
+    for (const RankProgress* p : stepped) {
+      if (!stragglers_.observe(*p, rank_progress_, now_)) continue;
+      exclude = config_.exclude_straggler && state_ == State::kRunning;
+      out.push_back({id, Straggler{round_, p->rank, p->step_time, stragglers_.median(),
+                                   config_.straggler_reports, exclude}});
+    }
+  }
+  if (exclude) {
+    remove_node(id, GoneReason::kStraggler,
+                "step time over " + std::to_string(config_.straggler_factor_milli / 1000.0) +
+                    "x the median in " + std::to_string(config_.straggler_reports) +
+                    " reports in a row; exclude_straggler is on",
+                now_, out);
   }
   trim_heartbeats();
 }
@@ -223,6 +242,7 @@ void Job::complete_round(Events& out) {
   round_stepping_ = Duration(0);
   round_progressed_ = false;
   rank_progress_.clear();
+  stragglers_.clear();
   ++counters_.rounds_completed;
   counters_.last_round_latency = std::chrono::duration_cast<Duration>(now_ - forming_since_);
   round_completed_at_ = now_;

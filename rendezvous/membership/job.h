@@ -18,7 +18,8 @@
 // connection, missed heartbeats) re-form the job without moving it, as long as >= MIN nodes
 // remain; only the departures after the first max_nodes of the job's life count like a
 // failure (the bound on a flapping node). A waiting node's restart does not move it.
-// Removal: a node removed for missed heartbeats or a stop timeout is told at once
+// Removal: a node removed for missed heartbeats, a stop timeout or (exclude_straggler) a
+// persistent straggler is told at once
 // (ErrorEvent kPeerGone naming why, pushed on its still-open connection), and every later
 // request on that connection is refused with the same reason (Registry), never dropped.
 // Rank rule: ranks.h. Pinned ranks (static rendezvous, pinned_ranks): every JOIN names its
@@ -40,6 +41,7 @@
 #include "rendezvous/membership/config.h"
 #include "rendezvous/membership/job_view.h"
 #include "rendezvous/membership/messages.h"
+#include "rendezvous/membership/stragglers.h"
 
 namespace ddp::rendezvous::membership {
 
@@ -90,9 +92,11 @@ class Job {
   void report_success(NodeId id, std::uint64_t round, TimePoint now, Events& out);
   // A participant's workers of `round` beat new steps (Progress, docs/progress.md): each rank's
   // last step and step time this round (ranks outside the node's range are ignored), the
-  // round's stepping time (the longest any node reported), and the job's best step.
+  // round's stepping time (the longest any node reported), and the job's best step. Ranks
+  // that became stragglers (stragglers.h) get a Straggler event to `id`; with
+  // exclude_straggler the running job then removes `id` like a lost node (kPeerGone to it).
   void progress(NodeId id, std::uint64_t round, Duration stepping,
-                const std::vector<RankProgress>& ranks, TimePoint now);
+                const std::vector<RankProgress>& ranks, TimePoint now, Events& out);
   // The node is gone (LEAVE, closed connection); `why_text` adds detail, e.g. "SIGTERM".
   void remove_node(NodeId id, GoneReason why, const std::string& why_text, TimePoint now,
                    Events& out);
@@ -141,11 +145,13 @@ class Job {
     return rank_progress_;
   }
   std::uint32_t no_progress_restarts() const { return no_progress_restarts_; }
+  // Stragglers of this round (docs/stragglers.md).
+  const Stragglers& stragglers() const { return stragglers_; }
   // Goodput (docs/goodput.md) at `now`; after kFinished, at the end.
   Goodput goodput(TimePoint now) const;
   // Member and record visits made by loops so far: lets tests check that work per request
   // stays constant (a scan of all nodes per request would make a K-node job cost ~K^2).
-  std::uint64_t visits() const { return visits_; }
+  std::uint64_t visits() const { return visits_ + stragglers_.visits(); }
   // Observers (job_view.cc). counters() is O(1); view() copies every node, O(nodes).
   const JobCounters& counters() const { return counters_; }
   JobView view() const;
@@ -236,6 +242,7 @@ class Job {
   std::unordered_map<std::uint64_t, RankProgress> rank_progress_;  // this round's
   Duration stepping_done_{};                                       // of the rounds before this one
   Duration round_stepping_{};                                      // of this round
+  Stragglers stragglers_;                                          // this round's
 
   std::int32_t exit_code_ = 0;
   std::string finish_reason_;

@@ -172,6 +172,7 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
   const char* how = why == GoneReason::kLeft               ? "left"
                     : why == GoneReason::kConnectionClosed ? "closed its connection"
                     : why == GoneReason::kHeartbeatMissed  ? "missed its heartbeats"
+                    : why == GoneReason::kStraggler        ? "was a persistent straggler"
                                                            : "did not stop its workers";
   std::string detail = describe(m) + " " + how;
   if (why == GoneReason::kHeartbeatMissed) {
@@ -183,12 +184,16 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
                                            : FailureCause::kConnectionClosed);
   }
   if (!why_text.empty()) detail += " (" + why_text + ")";
-  if (why == GoneReason::kHeartbeatMissed || why == GoneReason::kStopTimeout) {
+  if (why == GoneReason::kHeartbeatMissed || why == GoneReason::kStopTimeout ||
+      why == GoneReason::kStraggler) {
     std::string told = "the rendezvous removed this node from job '" + run_id_ + "': " + detail;
     told += why == GoneReason::kHeartbeatMissed
                 ? "; an agent stopped or cut off for longer than keep_alive_interval x "
                   "keep_alive_max_attempt is removed: start it again to rejoin, or raise "
                   "--rdzv-conf keep_alive_max_attempt"
+            : why == GoneReason::kStraggler
+                ? "; --exclude-straggler removes such a node (a spare takes its place): check "
+                  "this machine, or raise --straggler-factor"
                 : "; raise --rdzv-conf close_timeout above --shutdown-timeout";
     out.push_back({id, ErrorEvent{ErrorCode::kPeerGone, told}});
     removed_[id] = std::move(told);

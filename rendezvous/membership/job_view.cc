@@ -94,6 +94,9 @@ JobView Job::view() const {
   v.best_step = best_step_;
   v.no_progress_restarts = no_progress_restarts_;
   v.stepping = goodput(now_).stepping;
+  v.stragglers = stragglers_.flagged_count();
+  v.median_step_time = stragglers_.median();
+  v.slow_ranks = stragglers_.slowest(rank_progress_, JobView::kViewSlowRanks);
   if (state_ == State::kFinished) {
     v.finished_at = finished_at_;
     v.exit_code = exit_code_;

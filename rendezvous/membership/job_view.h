@@ -14,6 +14,7 @@
 
 #include "rendezvous/membership/config.h"
 #include "rendezvous/membership/messages.h"
+#include "rendezvous/membership/stragglers.h"
 
 namespace ddp::rendezvous::membership {
 
@@ -110,6 +111,12 @@ struct JobView {
   std::optional<std::int64_t> best_step;
   std::uint32_t no_progress_restarts = 0;
   Duration stepping{};
+  // Stragglers of this round (docs/stragglers.md): how many, the median step time, and at
+  // most kViewSlowRanks ranks (the stragglers first, then the slowest).
+  static constexpr std::size_t kViewSlowRanks = 32;
+  std::size_t stragglers = 0;
+  std::chrono::microseconds median_step_time{};
+  std::vector<RankStepView> slow_ranks;
 };
 
 std::string_view state_name(JobState state);           // "pending", "running", ...

@@ -188,7 +188,20 @@ struct Waiting {
   std::optional<Duration> last_call_left;
   bool operator==(const Waiting&) const = default;
 };
-using Payload = std::variant<Joined, RoundComplete, StopWorkers, JobFinished, ErrorEvent, Waiting>;
+// One of this node's ranks became a straggler (docs/stragglers.md): its step time exceeded the
+// job's median by the job's factor in `reports` progress reports in a row. `removed`: the job
+// removes this node for it (exclude_straggler); an ErrorEvent kPeerGone follows.
+struct Straggler {
+  std::uint64_t round = 0;
+  std::uint64_t rank = 0;
+  std::chrono::microseconds step_time{};
+  std::chrono::microseconds median{};
+  std::uint32_t reports = 0;
+  bool removed = false;
+  bool operator==(const Straggler&) const = default;
+};
+using Payload =
+    std::variant<Joined, RoundComplete, StopWorkers, JobFinished, ErrorEvent, Waiting, Straggler>;
 
 struct Event {
   NodeId to = 0;
@@ -203,6 +216,7 @@ enum class GoneReason : std::uint8_t {
   kConnectionClosed,  // the session saw EOF or an error
   kHeartbeatMissed,   // silent for Config::heartbeat_budget()
   kStopTimeout,       // did not report stopped workers within close_timeout
+  kStraggler,         // a persistent straggler, with Config::exclude_straggler
 };
 
 }  // namespace ddp::rendezvous::membership

@@ -98,11 +98,12 @@ Events Registry::join(NodeId conn, JoinRequest request, TimePoint now) {
     const std::string diff = config_mismatch(request.config, it->second.job->config());
     if (!diff.empty()) {
       return {error_to(
-          conn, invalid_argument("node " + request.node.node_key + " joins job '" + request.run_id +
-                                 "' with a different configuration: " + diff +
-                                 "; every node must pass the same --nnodes, --max-restarts,"
-                                 " --max-no-progress-restarts, --no-progress-exit-code"
-                                 " and --rdzv-conf"))};
+          conn,
+          invalid_argument("node " + request.node.node_key + " joins job '" + request.run_id +
+                           "' with a different configuration: " + diff +
+                           "; every node must pass the same --nnodes, --max-restarts,"
+                           " --max-no-progress-restarts, --no-progress-exit-code, --straggler-*"
+                           " and --rdzv-conf"))};
     }
   }
   Events out;
@@ -148,7 +149,7 @@ Events Registry::handle(NodeId conn, Request request, TimePoint now) {
         } else if constexpr (std::is_same_v<T, QueryWaiting>) {
           job->query_waiting(conn, now, out);
         } else if constexpr (std::is_same_v<T, Progress>) {
-          job->progress(conn, r.round, r.stepping, r.ranks, now);
+          job->progress(conn, r.round, r.stepping, r.ranks, now, out);
         } else if constexpr (std::is_same_v<T, Leave>) {
           job->remove_node(conn, GoneReason::kLeft, r.reason, now, out);
           unbind(conn);

@@ -136,6 +136,9 @@ std::string encode_request(const Request& request) {
           put<std::uint32_t>(out, r.config.keep_alive_max_attempt);
           put<std::uint32_t>(out, r.config.max_no_progress_restarts);
           put<std::int32_t>(out, r.config.no_progress_exit_code);
+          put<std::uint32_t>(out, r.config.straggler_factor_milli);
+          put<std::uint32_t>(out, r.config.straggler_reports);
+          put<std::uint8_t>(out, r.config.exclude_straggler ? 1 : 0);
           if (r.node_rank) put<std::uint32_t>(out, *r.node_rank);
         } else if constexpr (std::is_same_v<T, ReportFailure>) {
           put<std::uint64_t>(out, r.round);
@@ -184,6 +187,9 @@ Decoded<Request> decode_request(std::string_view input, const WireLimits& limits
       r.config.keep_alive_max_attempt = in.get<std::uint32_t>();
       r.config.max_no_progress_restarts = in.get<std::uint32_t>();
       r.config.no_progress_exit_code = in.get<std::int32_t>();
+      r.config.straggler_factor_milli = in.get<std::uint32_t>();
+      r.config.straggler_reports = in.get<std::uint32_t>();
+      r.config.exclude_straggler = in.get_bool("exclude_straggler");
       if (type == kJoinAtRankType) r.node_rank = in.get<std::uint32_t>();
       return in.finish(Request{std::move(r)});
     }

@@ -14,7 +14,9 @@
 //                                    u32 max_restarts, i64 join_timeout, i64 last_call_timeout,
 //                                    i64 close_timeout, i64 keep_alive_interval,
 //                                    u32 keep_alive_max_attempt,
-//                                    u32 max_no_progress_restarts, i32 no_progress_exit_code
+//                                    u32 max_no_progress_restarts, i32 no_progress_exit_code,
+//                                    u32 straggler_factor_milli, u32 straggler_reports,
+//                                    u8 exclude_straggler
 //   0x81  HEARTBEAT                  -
 //   0x82  REPORT_FAILURE             u64 round, u64 n, n x failure
 //   0x83  WORKERS_STOPPED            u64 round
@@ -43,6 +45,9 @@
 //   0x95  (a framed TCPStore reply, rendezvous/framer.h; not a push)
 //   0x96  WAITING                    u32 joined, u32 min_nodes, u32 max_nodes,
 //                                    i64 join_timeout_left, i64 last_call_left (-1: none)
+//   0x97  (CHALLENGE of job secrets, rendezvous/protocol.h; not a push)
+//   0x98  STRAGGLER                  u64 round, u64 rank, i64 step_time us, i64 median us,
+//                                    u32 reports, u8 removed
 //
 //   failure := node_key str, u32 group_rank, u32 local_rank, u32 rank, i32 exit_code,
 //              i64 pid, i64 time, error_file str, message str,
@@ -69,8 +74,9 @@ inline constexpr std::uint8_t kFirstRequestType = 0x80;
 inline constexpr std::uint8_t kFirstPushType = 0x90;
 inline constexpr std::uint8_t kJoinAtRankType = 0x86;  // JOIN with JoinRequest::node_rank
 inline constexpr std::uint8_t kQueryWaitingType = 0x87;
-inline constexpr std::uint8_t kProgressType = 0x8B;  // after the auth types 0x88..0x8A
-inline constexpr std::uint8_t kWaitingType = 0x96;   // after 0x95, the framed store reply
+inline constexpr std::uint8_t kProgressType = 0x8B;   // after the auth types 0x88..0x8A
+inline constexpr std::uint8_t kWaitingType = 0x96;    // after 0x95, the framed store reply
+inline constexpr std::uint8_t kStragglerType = 0x98;  // after 0x97, protocol.h's CHALLENGE
 
 // True for 0x80..0x8F: the session hands such bytes to decode_request().
 inline bool is_native_request_type(std::uint8_t type) {

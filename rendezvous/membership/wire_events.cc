@@ -24,8 +24,9 @@ std::optional<Failure> get_optional_failure(codec::Reader& in) {
 
 std::string encode_push(const Payload& push) {
   std::string out;
-  put<std::uint8_t>(out, std::holds_alternative<Waiting>(push)
-                             ? kWaitingType
+  put<std::uint8_t>(out, std::holds_alternative<Waiting>(push) ? kWaitingType
+                         : std::holds_alternative<Straggler>(push)
+                             ? kStragglerType
                              : static_cast<std::uint8_t>(kFirstPushType + push.index()));
   std::visit(
       [&out](const auto& p) {
@@ -64,6 +65,13 @@ std::string encode_push(const Payload& push) {
           put<std::uint32_t>(out, p.max_nodes);
           put<std::int64_t>(out, p.join_timeout_left.count());
           put<std::int64_t>(out, p.last_call_left ? p.last_call_left->count() : -1);
+        } else if constexpr (std::is_same_v<T, Straggler>) {
+          put<std::uint64_t>(out, p.round);
+          put<std::uint64_t>(out, p.rank);
+          put<std::int64_t>(out, p.step_time.count());
+          put<std::int64_t>(out, p.median.count());
+          put<std::uint32_t>(out, p.reports);
+          put<std::uint8_t>(out, p.removed ? 1 : 0);
         }
       },
       push);
@@ -138,9 +146,19 @@ Decoded<Payload> decode_push(std::string_view input, const WireLimits& limits) {
       if (last_call >= 0) w.last_call_left = Duration(last_call);
       return in.finish(Payload{w});
     }
+    case kStragglerType: {
+      Straggler g;
+      g.round = in.get<std::uint64_t>();
+      g.rank = in.get<std::uint64_t>();
+      g.step_time = std::chrono::microseconds(in.get<std::int64_t>());
+      g.median = std::chrono::microseconds(in.get<std::int64_t>());
+      g.reports = in.get<std::uint32_t>();
+      g.removed = in.get_bool("removed");
+      return in.finish(Payload{g});
+    }
     default:
       in.fail("unknown native rendezvous push type " + std::to_string(type) +
-              "; this agent knows 144..148 and 150 (is the daemon newer than the agent?)");
+              "; this agent knows 144..148, 150 and 152 (is the daemon newer than the agent?)");
       return in.finish(Payload{});
   }
 }

@@ -63,6 +63,12 @@ json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
   }
   json nodes = json::array();
   for (const m::NodeView& n : v.nodes) nodes.push_back(node_json(n, clocks));
+  json slow_ranks = json::array();
+  for (const m::RankStepView& r : v.slow_ranks) {
+    slow_ranks.push_back({{"rank", r.rank},
+                          {"step_seconds", std::chrono::duration<double>(r.step_time).count()},
+                          {"straggler", r.straggler}});
+  }
   const m::Goodput goodput{v.stepping, std::chrono::duration_cast<m::Duration>(
                                            v.finished_at.value_or(clocks.steady) - v.created_at)};
   auto seconds = [](m::Duration d) { return std::chrono::duration<double>(d).count(); };
@@ -93,6 +99,9 @@ json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
          {"goodput", goodput.ratio()},
          {"stepping_seconds", seconds(goodput.stepping)},
          {"wall_seconds", seconds(goodput.wall)},
+         {"stragglers", v.stragglers},
+         {"median_step_seconds", std::chrono::duration<double>(v.median_step_time).count()},
+         {"slow_ranks", slow_ranks},
          {"nodes", nodes}};
   if (v.exit_code) {
     j["exit_code"] = *v.exit_code;

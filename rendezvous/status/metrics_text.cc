@@ -115,6 +115,37 @@ std::string format_metrics(const MetricsInput& in) {
              std::chrono::duration<double>(j.goodput.stepping).count(), label("run_id", j.run_id));
   }
 
+  auto seconds = [](std::chrono::microseconds d) {
+    return std::chrono::duration<double>(d).count();
+  };
+  w.family("ddp_rdzv_job_stragglers", "gauge",
+           "Ranks of a job's round flagged as stragglers (docs/stragglers.md).");
+  for (const JobSummary& j : in.jobs)
+    w.sample("ddp_rdzv_job_stragglers", j.stragglers, label("run_id", j.run_id));
+  w.family("ddp_rdzv_job_median_step_seconds", "gauge",
+           "The median of a job's ranks' step times this round (0 until known).");
+  for (const JobSummary& j : in.jobs) {
+    w.sample("ddp_rdzv_job_median_step_seconds", seconds(j.median_step_time),
+             label("run_id", j.run_id));
+  }
+  // Per-rank series for at most JobSummary::kMetricsSlowRanks ranks of each job.
+  w.family("ddp_rdzv_rank_step_seconds", "gauge",
+           "Step time of a job's stragglers and slowest ranks (at most 8 per job).");
+  for (const JobSummary& j : in.jobs) {
+    for (const membership::RankStepView& r : j.slow_ranks) {
+      w.sample("ddp_rdzv_rank_step_seconds", seconds(r.step_time),
+               label("run_id", j.run_id) + "," + label("rank", std::to_string(r.rank)));
+    }
+  }
+  w.family(
+      "ddp_rdzv_rank_straggler", "gauge",
+      "1 when the rank is flagged as a straggler, for the ranks of ddp_rdzv_rank_step_seconds.");
+  for (const JobSummary& j : in.jobs) {
+    for (const membership::RankStepView& r : j.slow_ranks) {
+      w.sample("ddp_rdzv_rank_straggler", std::uint64_t{r.straggler ? 1u : 0u},
+               label("run_id", j.run_id) + "," + label("rank", std::to_string(r.rank)));
+    }
+  }
   w.family("ddp_rdzv_rounds_total", "counter", "Rendezvous rounds completed, every job.");
   w.sample("ddp_rdzv_rounds_total", in.totals.rounds_completed);
   w.family("ddp_rdzv_restarts_total", "counter",

@@ -32,7 +32,7 @@ summary { cursor: pointer; }
 <div id="meta">loading...</div>
 <div id="error"></div>
 <table id="jobs">
-<thead><tr><th>run id</th><th>state</th><th>round</th><th>restarts</th><th>nodes</th><th>workers</th><th>last failure</th></tr></thead>
+<thead><tr><th>run id</th><th>state</th><th>round</th><th>restarts</th><th>nodes</th><th>workers</th><th>stragglers</th><th>last failure</th></tr></thead>
 <tbody></tbody>
 </table>
 <div id="nodes"></div>
@@ -66,6 +66,10 @@ function ranks(n) {
   if (n.first_rank === null) return "";
   return n.first_rank === n.last_rank ? String(n.first_rank) : n.first_rank + "-" + n.last_rank;
 }
+function stragglerText(j) {
+  const flagged = j.slow_ranks.filter(r => r.straggler).map(r => r.rank);
+  return j.stragglers ? j.stragglers + " (rank " + flagged.join(", ") + ")" : "";
+}
 function draw(data) {
   document.getElementById("meta").textContent =
     data.jobs.length + " job(s); updated " + data.generated_at;
@@ -76,9 +80,10 @@ function draw(data) {
     (j.exit_code !== null ? " (exit " + esc(j.exit_code) + ")" : "") + "</td>" +
     '<td class="num">' + esc(j.round) + '</td><td class="num">' + esc(j.restart_count) + "/" +
     esc(j.max_restarts) + '</td><td class="num">' + esc(j.node_count) + '</td><td class="num">' +
-    esc(j.world_size) + '</td><td class="failure">' + esc(failureText(j)) + "</td></tr>");
+    esc(j.world_size) + '</td><td class="stragglers">' + esc(stragglerText(j)) +
+    '</td><td class="failure">' + esc(failureText(j)) + "</td></tr>");
   document.querySelector("#jobs tbody").innerHTML =
-    rows.join("") || '<tr><td colspan="7">no jobs</td></tr>';
+    rows.join("") || '<tr><td colspan="8">no jobs</td></tr>';
   const tables = data.jobs.map(j => {
     const isOpen = j.run_id in openState ? openState[j.run_id] : j.nodes.length <= 64;
     const nodeRows = j.nodes.map(n =>

@@ -18,6 +18,9 @@ MetricsInput DaemonStatusSource::metrics() const {
     s.world_size = job->world_size();
     s.connections = registry.connections(job->run_id());
     s.goodput = job->goodput(membership::Clock::now());
+    s.stragglers = job->stragglers().flagged_count();
+    s.median_step_time = job->stragglers().median();
+    s.slow_ranks = job->stragglers().slowest(job->rank_progress(), JobSummary::kMetricsSlowRanks);
     in.jobs.push_back(std::move(s));
   }
   in.totals = registry.totals();

@@ -53,6 +53,12 @@ struct JobSummary {
   std::uint64_t world_size = 0;
   std::uint64_t connections = 0;
   membership::Goodput goodput;  // at the time of the scrape
+  // Stragglers (docs/stragglers.md): the count, the round's median step time, and at most
+  // kMetricsSlowRanks ranks (stragglers first, then the slowest): the bound on /metrics series.
+  static constexpr std::size_t kMetricsSlowRanks = 8;
+  std::uint64_t stragglers = 0;
+  std::chrono::microseconds median_step_time{};
+  std::vector<membership::RankStepView> slow_ranks;
 };
 
 struct MetricsInput {

@@ -30,6 +30,17 @@ TEST_CASE("parse_seconds keeps fractions as milliseconds", "[launcher]") {
   }
 }
 
+TEST_CASE("parse_factor takes 0 or 1..1000 as thousandths", "[launcher]") {
+  CHECK(*parse_factor("--f", "2") == 2000);
+  CHECK(*parse_factor("--f", "1.5") == 1500);
+  CHECK(*parse_factor("--f", "0") == 0);
+  CHECK(*parse_factor("--f", "1000") == 1000 * 1000);
+  for (const char* bad : {"0.5", "1001", "-2", "x", "", "nan", "inf"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_factor("--f", bad));
+  }
+}
+
 TEST_CASE("parse_duration takes a positive number with a unit, or seconds", "[launcher]") {
   CHECK(*parse_duration("--t", "3s") == std::chrono::seconds(3));
   CHECK(*parse_duration("--t", "500ms") == std::chrono::milliseconds(500));

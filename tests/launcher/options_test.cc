@@ -44,6 +44,9 @@ const std::vector<Spelled> kOptions = {
     {"--max-restarts", "--max_restarts", {"3"}},
     {"--max-no-progress-restarts", "--max_no_progress_restarts", {"2"}},
     {"--no-progress-exit-code", "--no_progress_exit_code", {"42"}},
+    {"--straggler-factor", "--straggler_factor", {"1.5"}},
+    {"--straggler-reports", "--straggler_reports", {"7"}},
+    {"--exclude-straggler", "--exclude_straggler", {}},
     {"--monitor-interval", "--monitor_interval", {"5"}},
     {"--role", "--role", {"trainer"}},
     {"-m", "--module", {}},
@@ -124,6 +127,9 @@ TEST_CASE("defaults equal torchrun's", "[launcher]") {
   CHECK(c.max_restarts == 0);
   CHECK(c.max_no_progress_restarts == 0);  // docs/progress.md: off
   CHECK(c.no_progress_exit_code == 93);
+  CHECK(c.straggler_factor_milli == 2000);  // docs/stragglers.md
+  CHECK(c.straggler_reports == 5);
+  CHECK_FALSE(c.exclude_straggler);
   CHECK(c.role == "default");
   CHECK_FALSE(c.log_dir);
   CHECK(c.redirects.all == ddp::agent::Streams::kNone);

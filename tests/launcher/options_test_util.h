@@ -42,10 +42,11 @@ inline std::string describe(const Invocation& inv) {
   for (int g : c.gpu_ids) o << " " << g;
   o << "\nvirtual " << c.virtual_local_rank << "\nrole " << c.role << "\nmax_restarts "
     << c.max_restarts << "\nno_progress " << c.max_no_progress_restarts << " "
-    << c.no_progress_exit_code << "\nshutdown_ms " << c.shutdown_timeout.count() << "\nlog_dir "
-    << (c.log_dir ? c.log_dir->string() : "-") << "\nevent_log " << c.event_log.value_or("none")
-    << "\nredirects " << streams_text(c.redirects) << "\ntee " << streams_text(c.tee)
-    << "\nfilter:";
+    << c.no_progress_exit_code << "\nstraggler " << c.straggler_factor_milli << " "
+    << c.straggler_reports << " " << c.exclude_straggler << "\nshutdown_ms "
+    << c.shutdown_timeout.count() << "\nlog_dir " << (c.log_dir ? c.log_dir->string() : "-")
+    << "\nevent_log " << c.event_log.value_or("none") << "\nredirects " << streams_text(c.redirects)
+    << "\ntee " << streams_text(c.tee) << "\nfilter:";
   if (c.local_ranks_filter) {
     for (int r : *c.local_ranks_filter) o << " " << r;
   } else {

@@ -26,6 +26,8 @@ struct Recorder final : RendezvousEvents {
   void on_stop_workers(std::uint64_t, const std::string&, bool) override { ++stops; }
   void on_job_finished(const membership::JobFinished& f) override { finished.push_back(f); }
   void on_lost(const Status& s) override { lost.push_back(s); }
+  void on_straggler(const membership::Straggler& g) override { stragglers.push_back(g); }
+  std::vector<membership::Straggler> stragglers;
   std::vector<Round> rounds;
   std::vector<membership::JobFinished> finished;
   std::vector<Status> lost;

@@ -20,6 +20,8 @@ struct Recorder final : RendezvousEvents {
   }
   void on_job_finished(const membership::JobFinished& f) override { finished.push_back(f); }
   void on_lost(const Status& s) override { lost.push_back(s); }
+  void on_straggler(const membership::Straggler& g) override { stragglers.push_back(g); }
+  std::vector<membership::Straggler> stragglers;
   std::vector<std::uint64_t> rounds;
   std::vector<std::pair<std::uint64_t, std::string>> stops;
   std::vector<membership::JobFinished> finished;

@@ -251,6 +251,21 @@ TEST_CASE("event log: a restart carries the round it follows and whether it used
   CHECK(c.line(2)["counted"] == false);
 }
 
+TEST_CASE("event log: a straggler names its rank, step time, the median and the removal",
+          "[event_log]") {
+  Captured c;
+  c.log.round(round_2());
+  c.log.straggler({2, 5, 450'000us, 150'000us, 3, true});
+  json s = c.line(1);
+  CHECK(s["event"] == "straggler");
+  CHECK(s["round"] == 2);
+  CHECK(s["rank"] == 5);
+  CHECK(s["step_time_seconds"] == 0.45);
+  CHECK(s["median_seconds"] == 0.15);
+  CHECK(s["reports"] == 3);
+  CHECK(s["removed"] == true);
+}
+
 TEST_CASE("event log: text that is not UTF-8 does not break a line", "[event_log]") {
   Captured c;
   c.log.lost(std::string("bad \xff\xfe bytes\nand a newline"));

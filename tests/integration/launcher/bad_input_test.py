@@ -39,6 +39,8 @@ class BadInputTest(h.LauncherTestCase):
             (["--max-restarts", "lots"], "--max-restarts: bad value 'lots'"),
             (["--max-no-progress-restarts", "-1"], "--max-no-progress-restarts: bad value '-1'"),
             (["--no-progress-exit-code", "0"], "an integer from 1 to 255"),
+            (["--straggler-factor", "0.5"], "--straggler-factor: bad value '0.5'"),
+            (["--straggler-reports", "0"], "an integer from 1 to 1000"),
             (["--nproc-per-node", "0"], "--nproc-per-node"),
             (["--master-port", "99999"], "0 to 65535"),
             (["--signals-to-handle", "SIGTERM,SIGBOGUS"], "'SIGBOGUS'"),

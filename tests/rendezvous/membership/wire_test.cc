@@ -54,6 +54,9 @@ std::vector<Request> sample_requests() {
   c.keep_alive_max_attempt = 3;
   c.max_no_progress_restarts = 2;
   c.no_progress_exit_code = 17;
+  c.straggler_factor_milli = 1500;
+  c.straggler_reports = 7;
+  c.exclude_straggler = true;
   Config fixed = c;
   fixed.min_nodes = fixed.max_nodes;
   return {JoinRequest{"job-42", c, NodeInfo{"host-a:1", "10.1.2.3", 29500, 8}},
@@ -84,7 +87,8 @@ std::vector<Payload> sample_pushes() {
           ErrorEvent{ErrorCode::kTimeout, "timed out"},
           ErrorEvent{ErrorCode::kJobFinished, "job 'x' finished (...)"},
           Waiting{1, 2, 3, Duration(599'000), Duration(250)},
-          Waiting{1, 2, 2, Duration(5), std::nullopt}};
+          Waiting{1, 2, 2, Duration(5), std::nullopt},
+          Straggler{3, 17, 300'000us, 100'000us, 5, true}};
 }
 
 TEST_CASE("every request round-trips and every prefix of it is incomplete", "[wire]") {
