@@ -34,7 +34,8 @@ def s(b):
 
 def join_bytes(run_id, key="intruder", addr="127.0.0.9"):
     return (b"\x80" + s(run_id.encode()) + s(key.encode()) + s(addr.encode()) +
-            struct.pack("<HIIIIqqqqIIi", 1, 1, 2, 2, 0, 20000, 200, 30000, 200, 3, 0, 93))
+            struct.pack("<HIIIIqqqqIIiIIB", 1, 1, 2, 2, 0, 20000, 200, 30000, 200, 3, 0, 93,
+                        2000, 5, 0))
 
 
 def failure_bytes(round_=1):
