@@ -101,3 +101,22 @@ def no_progress(run, t):
     run.fail_again(t.target, t.local_rank)
     run.worker_exit(t.target, t.local_rank, t.exit_code)
     return plan.Expect({n: {93} for n in range(t.nodes)})
+
+
+def straggler_job(t):
+    t.spare = True
+    t.straggler = True
+    t.torch = False  # Gloo's all_reduce paces every rank alike: no rank would stand out
+
+
+@fault("straggler", applies=lambda t: not t.hosts_daemon(t.target), shape=straggler_job)
+def straggler(run, t):
+    """The target node's workers turn 3x slower per step while a spare waits: with
+    --exclude-straggler the rendezvous flags one of its ranks, removes the node (it exits 1,
+    naming why) and the spare takes its ranks; then the workers stop and the job ends 0
+    (docs/stragglers.md). run.py checks the event logs and the ranks. (The node hosting the
+    daemon is not the target: its removal would end the job, as in spare_takeover.)"""
+    run.slow_down(t.target)
+    run.stop_once_replaced()
+    run.expect_ranks_kept = True
+    return plan.spare_takeover(t, {1})

@@ -25,6 +25,7 @@ class Trial:
     pause_s: float    # agent_stop / link_down: how long the node is frozen or cut off
     spare: bool = False          # one more agent joins at MAX as a spare before the fault
     no_progress: int = 0         # --max-no-progress-restarts (0: off)
+    straggler: bool = False      # paced workers, --exclude-straggler; the target turns slow
 
     @property
     def elastic(self):
@@ -55,7 +56,7 @@ class Trial:
 def draw(seed, index, kind, netns_ok, applies, shape=lambda t: None):
     """Trial `index` of the campaign `seed` for fault `kind`: the same every time. `applies`
     (a Trial -> bool) says whether the kind can run in a drawn configuration; up to 50 draws.
-    `shape` sets what the kind itself needs (a spare, the no-progress option)."""
+    `shape` sets what the kind itself needs (a spare, the no-progress option, paced workers)."""
     rng = random.Random("%d/%d" % (seed, index))
     for _ in range(50):
         nodes = rng.choice([2, 3])

@@ -5,8 +5,12 @@ job to its end and check the invariants:
   - no process of the job (its run id in /proc/*/environ) is left 10 s after its agents exit;
   - each node's exit code is one the fault's expectation allows;
   - where a worker failure is the root cause, every failing node's root-cause table names
-    that worker's host and global rank.
+    that worker's host and global rank;
+  - after a spare took over, every rank runs on its node of before but the lost node's;
+  - after a node turned slow: its event log tells its removal as a straggler, and no event log
+    names a straggler that was not slow.
 """
+import json
 import os
 import re
 import shutil
@@ -26,6 +30,8 @@ RUN_S = 3.0             # each attempt's workers run this long
 START_BOUND_S = 40.0    # every worker of the first attempt runs by then
 EXIT_BOUND_S = 45.0     # after the fault (plus any pause), every agent has exited by then
 ORPHAN_BOUND_S = 10.0   # after the last agent exits, no process of the job is left by then
+PACE_S = 0.1            # the straggler fault: a step's time (the slow node's: 3x)
+REPLACED_BOUND_S = 30.0  # the straggler fault: the stop mark is written by then at the latest
 CONF = "last_call_timeout=0.3,keep_alive_interval=0.25,keep_alive_max_attempt=4,join_timeout=30"
 
 
@@ -54,9 +60,10 @@ class Run:
         self.tmp = tempfile.mkdtemp(prefix="chaos-")
         self.agents = []
         self.daemon = None
-        self.pending = []  # (monotonic time, action) scheduled by faults
+        self.pending = []  # (monotonic time, action, or sooner when this holds) from faults
         self.frozen_until = {}
         self.expect_ranks_kept = False  # spare faults: check() compares the ranks' nodes
+        self.slow_since = None  # the straggler fault: the wall time the target turned slow
 
     # ---- what fault functions call -----------------------------------------------------
     def signal_agent(self, node, sig):
@@ -86,19 +93,43 @@ class Run:
     def link(self, node, up):
         self.topo.link(node, up)
 
-    def after(self, seconds, action):
-        self.pending.append((time.monotonic() + seconds, action))
+    def after(self, seconds, action, sooner_when=None):
+        self.pending.append((time.monotonic() + seconds, action, sooner_when))
+
+    def slow_down(self, node):
+        """That node's paced workers take 3x as long per step from now on (worker.py)."""
+        self.slow_since = time.time()
+        write_atomically(os.path.join(self.tmp, "slow"), self.topo.addr(node))
+
+    def stop_once_replaced(self):
+        """Writes the paced workers' stop mark once every rank runs in a new worker (the job
+        re-formed), or after REPLACED_BOUND_S (then check() tells what went wrong)."""
+        before = {self.mark(name)[0] for name in self.marks()}
+        world = self.t.nodes * self.t.nproc
+        self.after(REPLACED_BOUND_S,
+                   lambda: write_atomically(os.path.join(self.tmp, "stop"), ""),
+                   lambda: sum(self.mark(n)[0] not in before for n in self.marks()) >= world)
 
     # ---- the trial ------------------------------------------------------------------------
+    def marks(self):
+        """The names of the complete marks workers wrote: started.<restart>.<rank>."""
+        return [n for n in os.listdir(self.tmp) if n.startswith("started.")
+                and not n.endswith(".tmp")]
+
+    def mark(self, name):
+        """(pid, agent id, local rank) from a worker's mark."""
+        pid, agent, local = open(os.path.join(self.tmp, name)).read().split()
+        return int(pid), agent, int(local)
+
     def worker(self, node, local_rank):
         """(pid, global rank) of a first-attempt worker, from the marks workers write."""
         addr = self.topo.addr(node)
-        for name in os.listdir(self.tmp):
-            if not name.startswith("started.0.") or name.endswith(".tmp"):
+        for name in self.marks():
+            if not name.startswith("started.0."):
                 continue
-            pid, agent, local = open(os.path.join(self.tmp, name)).read().split()
-            if agent.startswith(addr + ":") and int(local) == local_rank:
-                return int(pid), int(name.split(".")[2])
+            pid, agent, local = self.mark(name)
+            if agent.startswith(addr + ":") and local == local_rank:
+                return pid, int(name.split(".")[2])
         raise RuntimeError("no worker %d on node %d" % (local_rank, node))
 
     def start(self):
@@ -123,6 +154,8 @@ class Run:
                    CHAOS_TORCH="1" if t.torch else "0")
         if self.topo.ifname:
             env["GLOO_SOCKET_IFNAME"] = self.topo.ifname
+        if t.straggler:
+            env["CHAOS_PACE_S"] = str(PACE_S)
         self.endpoint, self.env = endpoint, env
         for n in range(t.nodes):
             self.start_agent(n)
@@ -136,9 +169,12 @@ class Run:
             self.ddprun, "--nnodes", t.nnodes, "--nproc-per-node", str(t.nproc),
             "--rdzv-backend", "c10d", "--rdzv-endpoint", self.endpoint, "--rdzv-id", t.run_id,
             "--rdzv-conf", conf, "--local-addr", self.topo.addr(n),
-            "--max-restarts", str(t.restarts), "--shutdown-timeout", "3"]
+            "--max-restarts", str(t.restarts), "--shutdown-timeout", "3",
+            "--event-log", self.path(n, "events")]
         if t.no_progress:
             argv += ["--max-no-progress-restarts", str(t.no_progress)]
+        if t.straggler:
+            argv += ["--straggler-reports", "3", "--exclude-straggler"]
         argv += ["--no-python", PYTHON, "-u", os.path.join(HERE, "worker.py")]
         self.agents.append(subprocess.Popen(
             argv, env=self.env, stdin=subprocess.DEVNULL,
@@ -147,11 +183,9 @@ class Run:
     def rank_nodes(self):
         """Global rank -> the address of the node whose worker last started with it."""
         latest = {}
-        for name in os.listdir(self.tmp):
-            if not name.startswith("started.") or name.endswith(".tmp"):
-                continue
+        for name in self.marks():
             _, restart, rank = name.split(".")
-            agent = open(os.path.join(self.tmp, name)).read().split()[1]
+            agent = self.mark(name)[1]
             if int(restart) >= latest.get(int(rank), (-1, ""))[0]:
                 latest[int(rank)] = (int(restart), agent.rsplit(":", 1)[0])
         return {rank: addr for rank, (_, addr) in latest.items()}
@@ -163,9 +197,16 @@ class Run:
         with open(self.path(node, "err"), errors="replace") as f:
             return f.read()
 
+    def events(self, node, kind):
+        """The `kind` lines of that node's event log."""
+        try:
+            with open(self.path(node, "events")) as f:
+                return [e for e in (json.loads(line) for line in f) if e["event"] == kind]
+        except FileNotFoundError:
+            return []
+
     def first_attempt_running(self):
-        return sum(n.startswith("started.0.") and not n.endswith(".tmp")
-                   for n in os.listdir(self.tmp)) == \
+        return sum(n.startswith("started.0.") for n in self.marks()) == \
             self.t.nodes * self.t.nproc
 
     def execute(self, inject):
@@ -201,7 +242,7 @@ class Run:
         exited_at, violations = {}, []
         while len(exited_at) < len(self.agents):
             now = time.monotonic()
-            for item in [p for p in self.pending if p[0] <= now]:
+            for item in [p for p in self.pending if p[0] <= now or (p[2] and p[2]())]:
                 self.pending.remove(item)
                 item[1]()
             for n, a in enumerate(self.agents):
@@ -257,6 +298,32 @@ class Run:
             if self.rank_nodes() != want:
                 violations.append("ranks by node after the spare took over: %s, expected %s"
                                   % (self.rank_nodes(), want))
+        if self.slow_since is not None:
+            violations += self.check_stragglers()
+        return violations
+
+    def check_stragglers(self):
+        """The slow node was removed as a straggler, and only its ranks, once slow, were
+        flagged (an event's time is whole milliseconds: hence the slack)."""
+        violations = []
+        slow = {r for r, a in self.first_ranks.items() if a == self.topo.addr(self.t.target)}
+        removed = [e for e in self.events(self.t.target, "straggler")
+                   if e["removed"] and e["rank"] in slow]
+        if not removed:
+            violations.append("the slow node %d's event log has no straggler event removing "
+                              "one of its ranks %s" % (self.t.target, sorted(slow)))
+        if not any("persistent straggler" in e["reason"]
+                   for e in self.events(self.t.target, "lost")):
+            violations.append("the slow node %d's event log has no `lost` event naming a "
+                              "persistent straggler" % self.t.target)
+        for n in range(len(self.agents)):
+            for e in self.events(n, "straggler"):
+                if n != self.t.target or e["rank"] not in slow or \
+                        e["ts_unix"] < self.slow_since - 0.01:
+                    violations.append("node %d flagged rank %d, which was not slow (node %d's "
+                                      "ranks %s from %.3f): %s" % (
+                                          n, e["rank"], self.t.target, sorted(slow),
+                                          self.slow_since, e))
         return violations
 
     def tail(self, node, lines=3):
@@ -303,3 +370,10 @@ def describe_pids(pids):
         except OSError:
             out.append(str(pid))
     return ", ".join(out)
+
+
+def write_atomically(path, text):
+    """Readers see the whole file or none."""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
