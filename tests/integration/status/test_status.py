@@ -90,8 +90,8 @@ class JobTest(Case):
         # `ddprun status`: the table, one job with its nodes, the JSON, an unknown run id.
         code, out, err = self.ddprun_status("127.0.0.1:%d" % sp)
         self.assertEqual(code, 0, err)
-        self.assertRegex(out, r"RUN ID +STATE +ROUND +RESTARTS +NODES +WORKERS +GOODPUT +LAST FAILURE\n")
-        self.assertRegex(out, r"\nstatus-job +running +1 +0/1 +2 +4 +0.0% +-\n")
+        self.assertRegex(out, r"RUN ID +STATE +ROUND +RESTARTS +NODES +WORKERS +GOODPUT +STRAGGLERS +LAST FAILURE\n")
+        self.assertRegex(out, r"\nstatus-job +running +1 +0/1 +2 +4 +0.0% +0 +-\n")
         code, out, err = self.ddprun_status("127.0.0.1:%d" % sp, run_id)
         self.assertEqual(code, 0, err)
         for addr, node in by_addr.items():
