@@ -17,7 +17,8 @@ The classes:
   its group rank and global ranks, the other node keeps its own, the job ends 0).
 - NetnsStragglerTest: a c10d pair in two network namespaces, the first hosting the rendezvous
   (skipped without root/netns).
-- EtcdStragglerTest: an etcd pair on a real etcd (skipped where etcd is not installed).
+- EtcdStragglerTest: an etcd pair on a real etcd (skipped where etcd is not installed); also
+  the elected host's node removed (the other is elected and goes on alone).
 - StaticStragglerTest: a static pair (node ranks 0 and 1); --exclude-straggler is refused
   there (exit 2, one line naming the fix: a static job has no spares and cannot shrink).
 """
@@ -317,6 +318,26 @@ class EtcdStragglerTest(BackendTests):
                  "an agent elected to host")
         host = next(i for i, p in enumerate(self.procs) if "hosting the rendezvous" in p.stderr())
         return [], "%s:%d" % (self.ADDRS[host], self.status_port)
+
+    def test_exclude_straggler_removes_the_hosting_node(self):
+        # The elected host's node is the slow one (both its ranks 3x slower than the other
+        # node's): its daemon goes with it, the other node is elected and goes on alone.
+        logs = [os.path.join(self.tmp, name + ".jsonl") for name in "ab"]
+        args = REPORTS + ["--exclude-straggler"]
+        host = self.spawn("a", self.agent_argv(0, ["--event-log", logs[0]] + args, "1:2"),
+                          {"SLOW_RANK": "all"})
+        wait_for(lambda: "hosting the rendezvous" in host.stderr(), 20, "a to be elected")
+        other = self.spawn("b", self.agent_argv(1, ["--event-log", logs[1]] + args, "1:2"))
+        self.assertNotEqual(host.wait(), 0, host.stderr())
+        self.assertIn("persistent straggler", host.stderr())
+        self.assertTrue(events(logs[0], "straggler")[0]["removed"])
+        self.assertEqual(events(logs[1], "round")[0]["world_size"], 4)  # b ran beside a
+        wait_for(lambda: "hosting the rendezvous" in other.stderr(), 30, "b to be elected")
+        wait_for(lambda: [r for r in events(logs[1], "round") if r["world_size"] == 2], 40,
+                 "b to go on alone")
+        self.stop_workers()
+        self.assertEqual(other.wait(), 0, other.stderr())
+        self.assertEqual(events(logs[1], "straggler"), [])
 
 
 class StaticStragglerTest(BackendTests):
