@@ -81,13 +81,35 @@ std::string goodput_text(const json& job) {
   return buf;
 }
 
+// "0", "1 (rank 3)", "2 (ranks 3, 5)" (docs/stragglers.md): the flagged count, then the
+// flagged ranks /api/jobs lists (its slow_ranks, flagged first), at most 4; "-" from a daemon
+// that does not report stragglers.
+std::string stragglers_text(const json& job) {
+  if (!job.contains("stragglers") || !job["stragglers"].is_number()) return "-";
+  std::string out = text(job["stragglers"]);
+  std::vector<std::string> ranks;
+  if (job.contains("slow_ranks") && job["slow_ranks"].is_array()) {
+    for (const json& r : job["slow_ranks"]) {
+      if (r.value("straggler", false)) ranks.push_back(text(r["rank"]));
+    }
+  }
+  if (ranks.empty()) return out;
+  constexpr std::size_t kShown = 4;
+  out += ranks.size() == 1 ? " (rank " : " (ranks ";
+  for (std::size_t i = 0; i < std::min(ranks.size(), kShown); ++i) {
+    out += (i ? ", " : "") + ranks[i];
+  }
+  return out + (ranks.size() > kShown ? ", ...)" : ")");
+}
+
 std::vector<std::string> job_row(const json& j) {
   std::string state = text(j["state"]);
   if (!j["exit_code"].is_null()) state += " (exit " + text(j["exit_code"]) + ")";
   return {text(j["run_id"]),     state,
           text(j["round"]),      text(j["restart_count"]) + "/" + text(j["max_restarts"]),
           text(j["node_count"]), text(j["world_size"]),
-          goodput_text(j),       failure_text(j)};
+          goodput_text(j),       stragglers_text(j),
+          failure_text(j)};
 }
 
 // The job's failed workers with their last lines and stack heads (docs/diagnosis.md).
@@ -109,8 +131,9 @@ std::string failed_workers_text(const json& j) {
   return out;
 }
 
-const std::vector<std::string> kJobHeader = {"RUN ID", "STATE",   "ROUND",   "RESTARTS",
-                                             "NODES",  "WORKERS", "GOODPUT", "LAST FAILURE"};
+const std::vector<std::string> kJobHeader = {"RUN ID",   "STATE",      "ROUND",
+                                             "RESTARTS", "NODES",      "WORKERS",
+                                             "GOODPUT",  "STRAGGLERS", "LAST FAILURE"};
 
 }  // namespace
 

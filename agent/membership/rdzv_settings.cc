@@ -89,6 +89,14 @@ Result<RdzvSettings> rdzv_settings(const AgentConfig& config) {
                             " is elastic, which the static backend cannot do; add "
                             "--rdzv-backend c10d or give one number");
   }
+  // A static job has no spares and cannot shrink: removing a straggler's node would end it.
+  if (is_static && config.exclude_straggler) {
+    return invalid_argument(
+        "--exclude-straggler does not apply to --rdzv-backend static (its " +
+        std::to_string(config.max_nodes) +
+        " nodes are pinned, so removing one would end the job); drop --exclude-straggler, or "
+        "use --rdzv-backend c10d, where a spare or --nnodes MIN:MAX takes the node's place");
+  }
   for (const auto& [key, value] : config.rdzv_conf) {
     if (key == "is_host") {
       s.is_host = value == "1" || value == "true" || value == "True" || value == "TRUE";

@@ -134,6 +134,10 @@ TEST_CASE("rdzv settings: static backend bad input names the fix", "[rdzv_settin
   AgentConfig host = static_nodes(2, 0);
   host.rdzv_conf = {{"is_host", "true"}};
   CHECK_THAT(message(host), Catch::Contains("drop is_host"));
+  AgentConfig exclude = static_nodes(2, 1);
+  exclude.exclude_straggler = true;
+  CHECK_THAT(message(exclude), Catch::Contains("drop --exclude-straggler"));
+  CHECK_THAT(message(exclude), Catch::Contains("--rdzv-backend c10d"));
 }
 
 }  // namespace

@@ -90,8 +90,8 @@ class JobTest(Case):
         # `ddprun status`: the table, one job with its nodes, the JSON, an unknown run id.
         code, out, err = self.ddprun_status("127.0.0.1:%d" % sp)
         self.assertEqual(code, 0, err)
-        self.assertRegex(out, r"RUN ID +STATE +ROUND +RESTARTS +NODES +WORKERS +GOODPUT +LAST FAILURE\n")
-        self.assertRegex(out, r"\nstatus-job +running +1 +0/1 +2 +4 +0.0% +-\n")
+        self.assertRegex(out, r"RUN ID +STATE +ROUND +RESTARTS +NODES +WORKERS +GOODPUT +STRAGGLERS +LAST FAILURE\n")
+        self.assertRegex(out, r"\nstatus-job +running +1 +0/1 +2 +4 +0.0% +0 +-\n")
         code, out, err = self.ddprun_status("127.0.0.1:%d" % sp, run_id)
         self.assertEqual(code, 0, err)
         for addr, node in by_addr.items():
@@ -125,7 +125,7 @@ class JobTest(Case):
         self.assertEqual(m[("ddp_rdzv_rounds_total", "")], 2)
         code, out, err = self.ddprun_status("127.0.0.1:%d" % sp)
         self.assertEqual(code, 0, err)
-        self.assertRegex(out, r"\nstatus-job +running +2 +1/1 +2 +4 +0.0% +rank 2 on \S+: exit code 3")
+        self.assertRegex(out, r"\nstatus-job +running +2 +1/1 +2 +4 +0.0% +0 +rank 2 on \S+: exit code 3")
 
         # Attempt 1 succeeds: the job finishes with exit code 0, the restart count stays at 1.
         self.job.release(1)
