@@ -6,6 +6,31 @@
 
 namespace ddp::agent {
 
+bool record_beat(WorkerProgress& p, std::optional<std::int64_t> step,
+                 std::chrono::steady_clock::time_point now,
+                 std::chrono::system_clock::time_point wall) {
+  ++p.beats;
+  p.last_beat = now;
+  p.last_beat_wall = wall;
+  if (!step) return false;
+  if (!p.step) p.first_step_beat = now;
+  p.last_step_beat = now;
+  if (p.step == step) {
+    p.step_repeated = now;
+    return false;
+  }
+  if (p.step && *step > *p.step) {
+    using std::chrono::duration_cast;
+    using std::chrono::microseconds;
+    p.step_time = p.step_repeated > p.step_changed
+                      ? duration_cast<microseconds>(p.step_repeated - p.step_changed)
+                      : duration_cast<microseconds>(now - p.step_changed) / (*step - *p.step);
+  }
+  p.step = step;
+  p.step_changed = now;
+  return true;
+}
+
 std::optional<HangJudge::Clock::time_point> HangJudge::deadline_of(const WorkerProgress& w) const {
   if (!enabled()) return std::nullopt;
   if (w.beats > 0) return w.last_beat + limits_.timeout;

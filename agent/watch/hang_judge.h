@@ -28,12 +28,23 @@ struct WorkerProgress {
   std::chrono::steady_clock::time_point last_beat{};  // valid when beats > 0
   std::chrono::system_clock::time_point last_beat_wall{};
   // Steps (docs/progress.md): the first and the last beat carrying a step (valid with `step`),
-  // when `step` last took a new value, and the time per step between its last two changes.
+  // when `step` last took a new value, the last beat repeating that value (its work done: the
+  // rank waits for the others now; valid when after step_changed), and the step time.
   std::chrono::steady_clock::time_point first_step_beat{};
   std::chrono::steady_clock::time_point last_step_beat{};
   std::chrono::steady_clock::time_point step_changed{};
+  std::chrono::steady_clock::time_point step_repeated{};
   std::chrono::microseconds step_time{};
 };
+
+// Records one beat of `p` (carrying `step`, or none) read at `now`; true when the step took a
+// new value. The step time (docs/stragglers.md) is set when the step goes up: the time from the
+// previous step's first beat to its last repeat when the worker beat it again (the rank's own
+// work, before it waited for the others at a collective), else the time between the two step
+// changes divided by the steps between them.
+bool record_beat(WorkerProgress& p, std::optional<std::int64_t> step,
+                 std::chrono::steady_clock::time_point now,
+                 std::chrono::system_clock::time_point wall);
 
 class HangJudge {
  public:

@@ -42,24 +42,10 @@ void HangWatch::stop() {
 }
 
 void HangWatch::on_beat(int local_rank, const Beat& beat) {
-  WorkerProgress& p = progress_[local_rank];
-  ++p.beats;
-  p.last_beat = std::chrono::steady_clock::now();
-  p.last_beat_wall = std::chrono::system_clock::now();
-  if (beat.step) {
-    if (!p.step) p.first_step_beat = p.last_beat;
-    p.last_step_beat = p.last_beat;
-    if (p.step != beat.step) {
-      if (p.step && *beat.step > *p.step) {
-        p.step_time =
-            std::chrono::duration_cast<std::chrono::microseconds>(p.last_beat - p.step_changed) /
-            (*beat.step - *p.step);
-      }
-      p.step = beat.step;
-      p.step_changed = p.last_beat;
-      if (on_step_) on_step_();
-    }
-  }
+  if (record_beat(progress_[local_rank], beat.step, std::chrono::steady_clock::now(),
+                  std::chrono::system_clock::now()) &&
+      on_step_)
+    on_step_();
   if (!armed_) arm();  // a first beat may create the first deadline
 }
 

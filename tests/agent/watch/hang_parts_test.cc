@@ -126,6 +126,36 @@ TEST_CASE("ties go to the earlier last beat, the others' spread is described", "
         "rank 1 last beat at step 9 (2.0 s ago); the other ranks here reached steps 9 to 14");
 }
 
+TEST_CASE("step time: between step changes, or a step's own work when the worker repeats it",
+          "[hang][progress]") {
+  const Clock::time_point t0{};
+  const std::chrono::system_clock::time_point wall{};
+  WorkerProgress p;
+  CHECK(record_beat(p, 5, t0, wall));
+  CHECK_FALSE(record_beat(p, std::nullopt, t0 + 10ms, wall));  // a beat without a step
+  CHECK(p.step_time == 0us);                                   // one step value only: no time yet
+  CHECK(record_beat(p, 7, t0 + 300ms, wall));
+  CHECK(p.step_time == 150ms);  // two steps in 300 ms
+  CHECK(p.beats == 3);
+  CHECK(p.first_step_beat == t0);
+  CHECK(p.last_step_beat == t0 + 300ms);
+  // A synchronous job: step 8 starts, the rank's own work ends 100 ms later (it beats 8 again),
+  // then it waits for the others at the collective until step 9 starts at 500 ms.
+  CHECK(record_beat(p, 8, t0 + 400ms, wall));
+  CHECK_FALSE(record_beat(p, 8, t0 + 450ms, wall));
+  CHECK_FALSE(record_beat(p, 8, t0 + 500ms, wall));  // the last repeat counts
+  CHECK(p.step_time == 100ms);                       // still step 7's time
+  CHECK(record_beat(p, 9, t0 + 900ms, wall));
+  CHECK(p.step_time == 100ms);  // 400 -> 500 ms: step 8's work, not its 500 ms
+  CHECK(record_beat(p, 10, t0 + 1200ms, wall));
+  CHECK(p.step_time == 300ms);  // step 9 was not repeated: the time between changes
+  // A step going back (a resumed checkpoint) starts over without a time.
+  CHECK(record_beat(p, 2, t0 + 1300ms, wall));
+  CHECK(p.step_time == 300ms);
+  CHECK(record_beat(p, 3, t0 + 1350ms, wall));
+  CHECK(p.step_time == 50ms);
+}
+
 TEST_CASE("faulthandler frames get their source lines", "[hang]") {
   const auto path = std::filesystem::temp_directory_path() / "ddp_hang_parts_test.py";
   std::ofstream(path) << "import time\n\n    time.sleep(3600)  # stall\n";
