@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
     if (auto rdzv = ddp::agent::rdzv_settings(invocation->config); !rdzv) {
       return usage_error(rdzv.status());
     }
+  } else if (invocation->config.exclude_straggler && !invocation->launch.fan_out) {
+    return usage_error(ddp::invalid_argument(
+        "--exclude-straggler does not apply to a one-node job (removing its node would end the "
+        "job); drop it, or give --nnodes MIN:MAX with --rdzv-backend c10d so that the others "
+        "or a spare go on"));
   }
   // The servers a node hosts hold one descriptor per client (a workers' store: one per worker
   // of the job); the workers get the soft limit back (proc/open_file_limit.h).

@@ -47,6 +47,7 @@ class BadInputTest(h.LauncherTestCase):
             (["--shutdown-timeout", "-3"], "--shutdown-timeout"),
             (["-r", "7"], "--redirects"),
             (["--rdzv-backend", "etcd"], "needs --rdzv-endpoint"),
+            (["--exclude-straggler"], "--exclude-straggler does not apply to a one-node job"),
         ]
         for args, fragment in cases:
             with self.subTest(args=args):

@@ -121,6 +121,7 @@ TEST_CASE("exclude_straggler removes the straggler's node like a lost node", "[s
   const ErrorEvent gone = only_for<ErrorEvent>(e, 3);
   CHECK(gone.code == ErrorCode::kPeerGone);
   CHECK_THAT(gone.message, Catch::Contains("persistent straggler"));
+  CHECK_THAT(gone.message, Catch::Contains("step time over 2x the median in 2 reports"));
   CHECK_FALSE(h.job().has_node(3));
   REQUIRE(h.job().removal(3) != nullptr);
   for (NodeId id : {NodeId{1}, NodeId{2}})
