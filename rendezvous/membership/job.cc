@@ -186,7 +186,8 @@ void Job::progress(NodeId id, std::uint64_t round, Duration stepping,
     char factor[32];  // "2", "1.5": at most 3 decimals (Config), no trailing zeros
     std::snprintf(factor, sizeof factor, "%g", config_.straggler_factor_milli / 1000.0);
     remove_node(id, GoneReason::kStraggler,
-                std::string("step time over ") + factor + "x the median in " + std::to_string(config_.straggler_reports) +
+                std::string("step time over ") + factor + "x the median in " +
+                    std::to_string(config_.straggler_reports) +
                     " reports in a row; exclude_straggler is on",
                 now_, out);
   }
