@@ -91,6 +91,9 @@ void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank,
   m.pinned_rank = node_rank;
   if (node_rank) rank_holders_[*node_rank] = id;
   m.join_seq = next_join_seq_++;
+  if (auto r = resume_ranks_.find(m.info.node_key); r != resume_ranks_.end()) {
+    m.prev_group_rank = r->second;
+  }
   m.joined_at = now_;
   touch(id, m);
   if (state_ == State::kPending) {
@@ -202,6 +205,29 @@ void Job::resume(const ResumePoint& at) {
   restart_count_ = at.restart_count;
   departures_ = at.departures;
   expected_nodes_ = at.expected_nodes;
+  for (std::uint32_t rank = 0; rank < at.ranks.size(); ++rank) {
+    if (!at.ranks[rank].empty()) resume_ranks_[at.ranks[rank]] = rank;
+  }
+  best_step_ = at.best_step;
+  no_progress_restarts_ = at.no_progress_restarts;
+  stepping_done_ = at.stepping;
+  created_at_ = now_ - at.age;
+}
+
+ResumePoint Job::resume_point(TimePoint now) const {
+  ResumePoint at{.round = round_ + 1,
+                 .restart_count = restart_count_,
+                 .departures = departures_,
+                 .best_step = best_step_,
+                 .no_progress_restarts = no_progress_restarts_,
+                 .stepping = stepping_done_,
+                 .age = goodput(now).wall};
+  at.ranks.reserve(roster_.size());
+  for (NodeId id : roster_) {
+    auto it = members_.find(id);
+    at.ranks.push_back(it == members_.end() ? std::string() : it->second.info.node_key);
+  }
+  return at;
 }
 
 void Job::after_pending_change(Events& out) {
@@ -219,6 +245,7 @@ void Job::after_pending_change(Events& out) {
 
 void Job::complete_round(Events& out) {
   expected_nodes_ = 0;
+  resume_ranks_.clear();
   std::vector<RankCandidate> candidates;
   candidates.reserve(pending_count_);
   for (auto& [id, m] : members_) {
