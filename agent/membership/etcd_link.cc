@@ -76,6 +76,7 @@ EtcdLink::EtcdLink(asio::io_context& io, const AgentConfig& config, const RunSet
       settings_(std::move(settings)),
       keys_(settings_, setup.group.run_id),
       addr_(advertised_addr(config, setup)),
+      own_key_(node_join(config, setup, {}, 0).node.node_key),
       client_(io.get_executor(), call_options(settings_)),
       death_watch_(death_watch) {}
 
@@ -176,6 +177,9 @@ std::optional<membership::ResumePoint> EtcdLink::resume_point(const std::string&
   if (host_was_lost_) {
     ++at->departures;  // the old host was a node of the job
     at->expected_nodes = last_world_ > 1 ? last_world_ - 1 : 0;
+    if (!at->ranks.empty())  // the old host left its own key out
+      at->expected_nodes = static_cast<std::uint32_t>(
+          at->ranks.size() - std::count(at->ranks.begin(), at->ranks.end(), std::string()));
   }
   return at;
 }
@@ -264,10 +268,11 @@ void EtcdLink::on_link_lost(const Status& why) {
 void EtcdLink::write_state() {
   const membership::Job* job = link_ ? link_->hosted_job() : nullptr;
   if (job == nullptr) return;
+  // What a successor resumes from once this host is lost: without this node.
+  membership::ResumePoint at = job->resume_point(membership::Clock::now());
+  std::replace(at.ranks.begin(), at.ranks.end(), own_key_, std::string());
   etcd::Txn txn{.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
-                .success = {etcd::op_put(
-                    keys_.state(),
-                    encode_state(job->resume_point(membership::Clock::now()), WallClock::now()))},
+                .success = {etcd::op_put(keys_.state(), encode_state(at, WallClock::now()))},
                 .failure = {}};
   asio::co_spawn(
       io_,

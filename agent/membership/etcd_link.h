@@ -91,6 +91,7 @@ class EtcdLink final : public MembershipLink, private LinkEvents {
   EtcdSettings settings_;
   EtcdKeys keys_;
   std::string addr_;               // advertised: what P/host names when this node hosts
+  std::string own_key_;            // this node's key in the job (NodeInfo::node_key)
   etcd::Client client_;            // calls that may wait up to read_timeout
   proc::DeathWatch* death_watch_;  // may be null
   LinkEvents* events_ = nullptr;

@@ -93,6 +93,7 @@ void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank,
   m.join_seq = next_join_seq_++;
   if (auto r = resume_ranks_.find(m.info.node_key); r != resume_ranks_.end()) {
     m.prev_group_rank = r->second;
+    ++survivors_back_;
   }
   m.joined_at = now_;
   touch(id, m);
@@ -231,10 +232,12 @@ ResumePoint Job::resume_point(TimePoint now) const {
 }
 
 void Job::after_pending_change(Events& out) {
-  const bool survivors_back =
-      expected_nodes_ != 0 &&
-      pending_count_ >= std::max<std::size_t>(expected_nodes_, config_.min_nodes);
-  if (pending_count_ >= config_.max_nodes || survivors_back) {
+  // Resumed: the expected survivors first (by key when known: a spare must not take a late
+  // survivor's place at MAX); the last call still forms the round without a lost one.
+  const std::size_t back = resume_ranks_.empty() ? pending_count_ : survivors_back_;
+  const bool awaited = expected_nodes_ != 0 && back < expected_nodes_;
+  if (!awaited && (pending_count_ >= config_.max_nodes ||
+                   (expected_nodes_ != 0 && pending_count_ >= config_.min_nodes))) {
     complete_round(out);
   } else if (pending_count_ >= config_.min_nodes) {
     if (!last_call_) last_call_ = now_ + config_.last_call_timeout;

@@ -52,7 +52,8 @@ struct ResumePoint {
   std::uint32_t restart_count = 0;
   std::uint32_t departures = 0;
   // The nodes expected back (the last round's survivors): the first round forms as soon as
-  // that many (and MIN) joined, without the last call. 0: the usual rule.
+  // that many (and MIN) joined, without the last call; with `ranks`, counted among the nodes
+  // holding their keys, and MAX does not form it before them. 0: the usual rule.
   std::uint32_t expected_nodes = 0;
   // The last round's node keys by group rank ("": gone): a node joining with its key is a
   // survivor of that rank (ranks.h) in the first round.
@@ -243,6 +244,7 @@ class Job {
   std::uint32_t departures_ = 0;
   std::uint32_t expected_nodes_ = 0;  // ResumePoint::expected_nodes, until a round forms
   std::unordered_map<std::string, std::uint32_t> resume_ranks_;  // ResumePoint::ranks, likewise
+  std::size_t survivors_back_ = 0;                   // pending nodes holding a key of resume_ranks_
   std::unordered_map<NodeId, std::string> removed_;  // removed ids with open connections
 
   // Progress and goodput (progress(), docs/progress.md, docs/goodput.md).

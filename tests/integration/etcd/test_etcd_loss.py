@@ -115,6 +115,21 @@ class EtcdSpareTest(etcd_case.EtcdCase):
         self.assertIn("hosting the rendezvous", "".join(x.stderr() for x in survivors.values())
                       + d.stderr())
 
+    def test_with_two_spares_the_new_host_waits_for_the_survivors(self):
+        # Four agents come back for three places: the new host's first round waits for the
+        # survivors by key (P/state), so neither spare takes a survivor's place.
+        agents, d, first = self.three_and_a_spare()
+        e = self.job("e", "127.0.0.6")
+        wait_for(lambda: "(waiting" in e.stderr(), 20, "e to join as a spare")
+        survivors = self.lose(agents, "a")
+        for agent in list(survivors.values()) + [d, e]:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+        for name, agent in survivors.items():
+            second = self.env_lines(agent.stdout())[len(first[name]):]
+            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        spares = self.env_lines(d.stdout()) + self.env_lines(e.stdout())
+        self.assertEqual(self.ranks(spares), self.ranks(first["a"]))
+
 
 if __name__ == "__main__":
     etcd_case.DDPRUN = sys.argv[1]

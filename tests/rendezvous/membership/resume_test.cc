@@ -57,7 +57,7 @@ TEST_CASE("without expected nodes a resumed job waits for the last call", "[resu
   CHECK(of_type<RoundComplete>(out).empty());
 }
 
-TEST_CASE("a resumed job's survivors keep their group ranks; a newcomer takes the lost one's",
+TEST_CASE("a resumed job's survivors keep their group ranks, a newcomer takes the lost one's",
           "[resume]") {
   Harness h;
   h.config.min_nodes = h.config.max_nodes = 3;
@@ -86,6 +86,43 @@ TEST_CASE("a resumed job's survivors keep their group ranks; a newcomer takes th
   CHECK(only_for<RoundComplete>(out, 3).group_rank == 1);
   CHECK(only_for<RoundComplete>(out, 5).group_rank == 2);
   CHECK(of_type<RoundComplete>(out).size() == 3);  // host-1 waits
+}
+
+TEST_CASE("a resumed job with ranks waits for its survivors by key, even at MAX", "[resume]") {
+  Harness h;
+  h.config.max_nodes = 3;  // MIN 2
+  Job job("job", h.config, false, h.now);
+  // The old host left its own key out: host-2 and host-3 are expected.
+  job.resume({.round = 5, .expected_nodes = 2, .ranks = {"", "host-2", "host-3"}});
+  Events out;
+  job.join(4, Harness::info(4), std::nullopt, h.now, out);  // two spares first
+  job.join(5, Harness::info(5), std::nullopt, h.now, out);
+  job.join(2, Harness::info(2), std::nullopt, h.now, out);
+  job.remove_node(2, GoneReason::kConnectionClosed, "", h.now, out);  // host-2 goes and ...
+  job.join(3, Harness::info(3), std::nullopt, h.now, out);
+  CHECK(job.state() == Job::State::kPending);  // MAX joined, one survivor back
+  NodeInfo again = Harness::info(2);           // ... comes back on a new connection
+  job.join(12, again, std::nullopt, h.now, out);
+  REQUIRE(job.state() == Job::State::kRunning);
+  CHECK(only_for<RoundComplete>(out, 4).group_rank == 0);
+  CHECK(only_for<RoundComplete>(out, 12).group_rank == 1);
+  CHECK(only_for<RoundComplete>(out, 3).group_rank == 2);
+  CHECK(of_type<RoundComplete>(out).size() == 3);  // host-5 stays a spare
+}
+
+TEST_CASE("a survivor that does not come back is given up at the last call", "[resume]") {
+  Harness h;
+  h.config.max_nodes = 3;  // MIN 2, last call 5 s
+  Job job("job", h.config, false, h.now);
+  job.resume({.round = 5, .expected_nodes = 2, .ranks = {"", "host-2", "host-3"}});
+  Events out;
+  for (NodeId id : {4, 5, 3}) job.join(id, Harness::info(id), std::nullopt, h.now, out);
+  REQUIRE(job.next_deadline() == h.now + 5s);
+  job.on_deadline(h.now + 5s, out);
+  REQUIRE(job.state() == Job::State::kRunning);
+  CHECK(only_for<RoundComplete>(out, 4).group_rank == 0);
+  CHECK(only_for<RoundComplete>(out, 5).group_rank == 1);
+  CHECK(only_for<RoundComplete>(out, 3).group_rank == 2);
 }
 
 TEST_CASE("a resumed job's progress and goodput go on", "[resume][progress]") {
