@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <charconv>
 
+#include "agent/membership/etcd_state.h"
 #include "common/host_port.h"
 #include "rendezvous/membership/wire.h"
 
@@ -44,24 +45,6 @@ std::string finished_text(const membership::JobFinished& f) {
   return "exit code " + std::to_string(f.exit_code) + (f.reason.empty() ? "" : ": " + f.reason);
 }
 
-// P/state's value: {"round", "restart_count", "departures"} (JSON: readable with etcdctl).
-std::string encode_state(const membership::Job& job) {
-  return etcd::Json{{"round", job.round()},
-                    {"restart_count", job.restart_count()},
-                    {"departures", job.departures()}}
-      .dump();
-}
-
-std::optional<membership::ResumePoint> decode_state(const std::string& value) {
-  auto j = etcd::Json::parse(value, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  membership::ResumePoint at;
-  at.round = j.value("round", std::uint64_t{0});
-  at.restart_count = j.value("restart_count", std::uint32_t{0});
-  at.departures = j.value("departures", std::uint32_t{0});
-  return at;
-}
-
 // The compare "key not modified since `mod_revision`" (0: still absent), outside a coroutine.
 std::vector<etcd::Json> unchanged(const std::string& key, std::int64_t mod_revision) {
   return {etcd::compare_mod_revision(key, mod_revision)};
@@ -93,6 +76,7 @@ EtcdLink::EtcdLink(asio::io_context& io, const AgentConfig& config, const RunSet
       settings_(std::move(settings)),
       keys_(settings_, setup.group.run_id),
       addr_(advertised_addr(config, setup)),
+      own_key_(node_join(config, setup, {}, 0).node.node_key),
       client_(io.get_executor(), call_options(settings_)),
       death_watch_(death_watch) {}
 
@@ -175,17 +159,27 @@ void EtcdLink::host_lost(const std::string& detail) {
 }
 
 std::optional<membership::ResumePoint> EtcdLink::resume_point(const std::string& state) const {
-  std::optional<membership::ResumePoint> at = state.empty() ? std::nullopt : decode_state(state);
+  std::optional<membership::ResumePoint> at =
+      state.empty() ? std::nullopt : decode_state(state, WallClock::now());
   if (!state.empty() && !at)
     spdlog::warn("{} does not hold ddprun's job state; ignored", keys_.state());
   if (!at && last_round_ == 0) return std::nullopt;  // a job that never ran: no resume
   if (!at) at.emplace();
-  // P/state is the host's record of a round; this node may have seen a later one.
-  at->round = std::max<std::uint64_t>(at->round, last_round_) + 1;
+  // P/state is the host's record of a round's start; this node may have seen a later round,
+  // and its own workers' steps and stepping time in it.
+  at->round = std::max<std::uint64_t>(at->round, last_round_ + 1);
   at->restart_count = std::max(at->restart_count, last_restart_count_);
+  if (own_best_step_ && (!at->best_step || *own_best_step_ > *at->best_step)) {
+    at->best_step = own_best_step_;
+    at->no_progress_restarts = 0;  // that round made progress
+  }
+  at->stepping += own_stepping_;
   if (host_was_lost_) {
     ++at->departures;  // the old host was a node of the job
     at->expected_nodes = last_world_ > 1 ? last_world_ - 1 : 0;
+    if (!at->ranks.empty())  // the old host left its own key out
+      at->expected_nodes = static_cast<std::uint32_t>(
+          at->ranks.size() - std::count(at->ranks.begin(), at->ranks.end(), std::string()));
   }
   return at;
 }
@@ -252,6 +246,7 @@ void EtcdLink::on_payload(const membership::Payload& payload) {
     last_round_ = r->round;
     last_restart_count_ = r->restart_count;
     last_world_ = r->group_world_size;
+    own_stepping_ = {};
     host_was_lost_ = false;
     if (fence_ != 0) write_state();
   }
@@ -273,8 +268,11 @@ void EtcdLink::on_link_lost(const Status& why) {
 void EtcdLink::write_state() {
   const membership::Job* job = link_ ? link_->hosted_job() : nullptr;
   if (job == nullptr) return;
+  // What a successor resumes from once this host is lost: without this node.
+  membership::ResumePoint at = job->resume_point(membership::Clock::now());
+  std::replace(at.ranks.begin(), at.ranks.end(), own_key_, std::string());
   etcd::Txn txn{.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
-                .success = {etcd::op_put(keys_.state(), encode_state(*job))},
+                .success = {etcd::op_put(keys_.state(), encode_state(at, WallClock::now()))},
                 .failure = {}};
   asio::co_spawn(
       io_,
@@ -292,6 +290,11 @@ void EtcdLink::write_state() {
 }
 
 void EtcdLink::send(const membership::Request& request) {
+  if (auto* p = std::get_if<membership::Progress>(&request); p && p->round == last_round_) {
+    own_stepping_ = p->stepping;
+    for (const auto& r : p->ranks)
+      own_best_step_ = std::max(own_best_step_.value_or(r.step), r.step);
+  }
   if (link_) link_->send(request);
 }
 

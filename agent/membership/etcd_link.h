@@ -12,7 +12,8 @@
 //    joins it, a loser closes it and joins the holder's;
 //  - when the host is lost (P/host vacated, or the connection to it lost after it was joined)
 //    tells on_reform (the running round stops) and seeks again: a new host resumes the job
-//    at the next round with the restart count, departures and expected survivors;
+//    at the next round with the restart count, departures, expected survivors, their group
+//    ranks, the progress (best step, no-progress streak) and goodput's times;
 //  - hosting: writes the job's facts to P/state at every round, fenced by its election
 //    revision (a deposed host writes nothing and is lost);
 //  - after JobFinished: writes it to P/finished before wait_finished's done (the fan-out
@@ -90,6 +91,7 @@ class EtcdLink final : public MembershipLink, private LinkEvents {
   EtcdSettings settings_;
   EtcdKeys keys_;
   std::string addr_;               // advertised: what P/host names when this node hosts
+  std::string own_key_;            // this node's key in the job (NodeInfo::node_key)
   etcd::Client client_;            // calls that may wait up to read_timeout
   proc::DeathWatch* death_watch_;  // may be null
   LinkEvents* events_ = nullptr;
@@ -105,8 +107,10 @@ class EtcdLink final : public MembershipLink, private LinkEvents {
   // What this node saw of the job: the next host's resume point when P/state lags.
   std::uint64_t last_round_ = 0;
   std::uint32_t last_restart_count_ = 0;
-  std::uint32_t last_world_ = 0;               // the last round's group world size
-  std::optional<std::string> finished_value_;  // the JobFinished, encoded, for P/finished
+  std::uint32_t last_world_ = 0;                     // the last round's group world size
+  std::optional<std::int64_t> own_best_step_;        // the highest step this node's workers beat
+  rendezvous::membership::Duration own_stepping_{};  // this node's in the last round
+  std::optional<std::string> finished_value_;        // the JobFinished, encoded, for P/finished
   bool lost_ = false;
   bool closed_ = false;
   Lifetime life_;  // for coroutines in flight

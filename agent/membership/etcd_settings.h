@@ -34,7 +34,7 @@ struct EtcdKeys {
   std::string job;
   // "HOST:PORT" of the agent hosting the job's rendezvous daemon (under its lease): the election.
   std::string host() const { return job + "host"; }
-  // The job's facts for a new host (round, restart count, departures), written by the host.
+  // The job's facts for a new host (etcd_state.h), written by the host.
   std::string state() const { return job + "state"; }
   // The JobFinished every node was told: a later agent of this run id is refused.
   std::string finished() const { return job + "finished"; }

@@ -92,6 +92,10 @@ void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank,
   m.pinned_rank = node_rank;
   if (node_rank) rank_holders_[*node_rank] = id;
   m.join_seq = next_join_seq_++;
+  if (auto r = resume_ranks_.find(m.info.node_key); r != resume_ranks_.end()) {
+    m.prev_group_rank = r->second;
+    ++survivors_back_;
+  }
   m.joined_at = now_;
   touch(id, m);
   if (state_ == State::kPending) {
@@ -205,13 +209,38 @@ void Job::resume(const ResumePoint& at) {
   restart_count_ = at.restart_count;
   departures_ = at.departures;
   expected_nodes_ = at.expected_nodes;
+  for (std::uint32_t rank = 0; rank < at.ranks.size(); ++rank) {
+    if (!at.ranks[rank].empty()) resume_ranks_[at.ranks[rank]] = rank;
+  }
+  best_step_ = at.best_step;
+  no_progress_restarts_ = at.no_progress_restarts;
+  stepping_done_ = at.stepping;
+  created_at_ = now_ - at.age;
+}
+
+ResumePoint Job::resume_point(TimePoint now) const {
+  ResumePoint at{.round = round_ + 1,
+                 .restart_count = restart_count_,
+                 .departures = departures_,
+                 .best_step = best_step_,
+                 .no_progress_restarts = no_progress_restarts_,
+                 .stepping = stepping_done_,
+                 .age = goodput(now).wall};
+  at.ranks.reserve(roster_.size());
+  for (NodeId id : roster_) {
+    auto it = members_.find(id);
+    at.ranks.push_back(it == members_.end() ? std::string() : it->second.info.node_key);
+  }
+  return at;
 }
 
 void Job::after_pending_change(Events& out) {
-  const bool survivors_back =
-      expected_nodes_ != 0 &&
-      pending_count_ >= std::max<std::size_t>(expected_nodes_, config_.min_nodes);
-  if (pending_count_ >= config_.max_nodes || survivors_back) {
+  // Resumed: the expected survivors first (by key when known: a spare must not take a late
+  // survivor's place at MAX); the last call still forms the round without a lost one.
+  const std::size_t back = resume_ranks_.empty() ? pending_count_ : survivors_back_;
+  const bool awaited = expected_nodes_ != 0 && back < expected_nodes_;
+  if (!awaited && (pending_count_ >= config_.max_nodes ||
+                   (expected_nodes_ != 0 && pending_count_ >= config_.min_nodes))) {
     complete_round(out);
   } else if (pending_count_ >= config_.min_nodes) {
     if (!last_call_) last_call_ = now_ + config_.last_call_timeout;
@@ -222,6 +251,7 @@ void Job::after_pending_change(Events& out) {
 
 void Job::complete_round(Events& out) {
   expected_nodes_ = 0;
+  resume_ranks_.clear();
   std::vector<RankCandidate> candidates;
   candidates.reserve(pending_count_);
   for (auto& [id, m] : members_) {

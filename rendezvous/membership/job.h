@@ -52,8 +52,18 @@ struct ResumePoint {
   std::uint32_t restart_count = 0;
   std::uint32_t departures = 0;
   // The nodes expected back (the last round's survivors): the first round forms as soon as
-  // that many (and MIN) joined, without the last call. 0: the usual rule.
+  // that many (and MIN) joined, without the last call; with `ranks`, counted among the nodes
+  // holding their keys, and MAX does not form it before them. 0: the usual rule.
   std::uint32_t expected_nodes = 0;
+  // The last round's node keys by group rank ("": gone): a node joining with its key is a
+  // survivor of that rank (ranks.h) in the first round.
+  std::vector<std::string> ranks{};
+  // Progress and goodput go on: the best step, the no-progress streak, the stepping time of
+  // the rounds before and the job's age (from its first JOIN) when resumed.
+  std::optional<std::int64_t> best_step{};
+  std::uint32_t no_progress_restarts = 0;
+  Duration stepping{};
+  Duration age{};
 };
 
 // root_cause_of's rule fed one failure at a time, O(1) each: indexes into a round's failures.
@@ -105,6 +115,8 @@ class Job {
 
   // Taking over a job whose daemon was lost. Precondition: no node joined yet.
   void resume(const ResumePoint& at);
+  // What a successor resumes from if this daemon is lost at `now` (expected_nodes 0).
+  ResumePoint resume_point(TimePoint now) const;
 
   // The earliest instant at which on_deadline() has work; nullopt when none.
   std::optional<TimePoint> next_deadline() const;
@@ -231,6 +243,8 @@ class Job {
 
   std::uint32_t departures_ = 0;
   std::uint32_t expected_nodes_ = 0;  // ResumePoint::expected_nodes, until a round forms
+  std::unordered_map<std::string, std::uint32_t> resume_ranks_;  // ResumePoint::ranks, likewise
+  std::size_t survivors_back_ = 0;                   // pending nodes holding a key of resume_ranks_
   std::unordered_map<NodeId, std::string> removed_;  // removed ids with open connections
 
   // Progress and goodput (progress(), docs/progress.md, docs/goodput.md).

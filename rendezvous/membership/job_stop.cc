@@ -201,6 +201,7 @@ void Job::remove_node(NodeId id, GoneReason why, const std::string& why_text, Ti
   switch (m.role) {
     case Role::kPending:
       --pending_count_;
+      if (m.prev_group_rank && !resume_ranks_.empty()) --survivors_back_;
       after_pending_change(out);
       break;
     case Role::kWaiting:

@@ -27,7 +27,9 @@ class EtcdHostChangeTest(EtcdCase):
         return [(r["GROUP_WORLD_SIZE"], r["RC"]) for r in self.env_lines(agent.stdout())]
 
     def host_change(self, wake):
-        args = dict(nnodes="2:3", conf=self.CONF, extra=["--max-restarts", "2"],
+        # The workers beat no steps: every restart is one without progress (off below 5).
+        args = dict(nnodes="2:3", conf=self.CONF,
+                    extra=["--max-restarts", "2", "--max-no-progress-restarts", "5"],
                     program=["--no-python", HOST_CHANGE_WORKER])
         c = self.start("c", self.C, 1, "", **args)
         wait_for(lambda: "hosting the rendezvous" in c.stderr(), 10, "c hosting")
@@ -53,6 +55,14 @@ class EtcdHostChangeTest(EtcdCase):
         facts = [json.loads(v) for _, v in self.etcd.history(job + "state")]
         self.assertEqual(facts[-1]["restart_count"], 2)
         self.assertEqual(facts[-1]["departures"], 1)  # the old host
+        # The new host went on with the no-progress streak (1 on the old host) and goodput's
+        # start (the first JOIN, wall clock; ms of the seek apart). Its ranks name the nodes
+        # by group rank, the writer's own key left out (it is what a successor resumes from).
+        self.assertEqual(facts[-1]["no_progress_restarts"], 2)
+        started = [f["started_ms"] for f in facts]
+        self.assertLess(max(started) - min(started), 1000, facts)
+        self.assertEqual([len(f["ranks"]) for f in facts], [3, 3, 2, 2], facts)
+        self.assertEqual([f["ranks"].count("") for f in facts], [1, 1, 1, 1], facts)
         return c
 
     def test_a_frozen_host_is_replaced_and_the_restart_count_goes_on(self):

@@ -99,16 +99,36 @@ class EtcdSpareTest(etcd_case.EtcdCase):
         self.assertEqual(self.ranks(self.env_lines(d.stdout())), self.ranks(first[lost]))
 
     def test_the_hosts_loss_is_survived_with_the_spare(self):
-        # A new host's daemon knows no previous ranks (docs/spares.md): all four run again,
-        # the spare among them, in a job of three.
+        # The new host's daemon resumes from P/state, which names the last round's nodes by
+        # group rank: the survivors keep their ranks and the spare takes the lost host's.
         agents, d, first = self.three_and_a_spare()
+        self.assertEqual(first["a"][0]["GROUP_RANK"], "0")  # a hosts: it joined first
         survivors = self.lose(agents, "a")
         for agent in list(survivors.values()) + [d]:
             self.assertEqual(agent.wait(), 0, agent.stderr())
-        rows = self.env_lines(d.stdout()) + sum(
-            (self.env_lines(x.stdout())[len(first[n]):] for n, x in survivors.items()), [])
-        self.assertEqual(sorted(int(r["RANK"]) for r in rows), list(range(6)))
-        self.assertEqual({r["RC"] for r in rows}, {"0"})
+        for name, agent in survivors.items():
+            second = self.env_lines(agent.stdout())[len(first[name]):]
+            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        spare = self.env_lines(d.stdout())
+        self.assertEqual(self.ranks(spare), self.ranks(first["a"]))
+        self.assertEqual({r["RC"] for r in spare}, {"0"})
+        self.assertIn("hosting the rendezvous", "".join(x.stderr() for x in survivors.values())
+                      + d.stderr())
+
+    def test_with_two_spares_the_new_host_waits_for_the_survivors(self):
+        # Four agents come back for three places: the new host's first round waits for the
+        # survivors by key (P/state), so neither spare takes a survivor's place.
+        agents, d, first = self.three_and_a_spare()
+        e = self.job("e", "127.0.0.6")
+        wait_for(lambda: "(waiting" in e.stderr(), 20, "e to join as a spare")
+        survivors = self.lose(agents, "a")
+        for agent in list(survivors.values()) + [d, e]:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+        for name, agent in survivors.items():
+            second = self.env_lines(agent.stdout())[len(first[name]):]
+            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        spares = self.env_lines(d.stdout()) + self.env_lines(e.stdout())
+        self.assertEqual(self.ranks(spares), self.ranks(first["a"]))
 
 
 if __name__ == "__main__":
