@@ -61,8 +61,12 @@ Status place_workers(agent::AgentConfig& config, const std::filesystem::path& sy
   if (config.numa_binding == agent::NumaBinding::kNone) return Status::ok();
   auto topology = read_numa_topology(sysfs);
   if (!topology) return io_error("--numa-binding: " + topology.status().message());
+  // The two syscalls fail only in an unusual sandbox; the fix is then to bind nothing.
+  auto unreadable = [](const Status& s) {
+    return io_error("--numa-binding: " + s.message() + "; run without --numa-binding");
+  };
   auto allowed = own_affinity();
-  if (!allowed) return allowed.status();
+  if (!allowed) return unreadable(allowed.status());
   auto nodes_by_gpu = pci_numa_nodes(sysfs, gpu_addresses(proc_nvidia));
   std::vector<std::optional<int>> gpu_nodes;
   for (int r = 0; r < config.nproc_per_node; ++r) {
@@ -74,7 +78,7 @@ Status place_workers(agent::AgentConfig& config, const std::filesystem::path& sy
       plan_numa_binding(config.numa_binding, *topology, config.nproc_per_node, *allowed, gpu_nodes);
   if (!plan) return plan.status();
   auto mems = own_memory_nodes();
-  if (!mems) return mems.status();
+  if (!mems) return unreadable(mems.status());
   config.memory_nodes = plan_memory_nodes(*topology, *plan, *mems);
   config.cpu_affinity = std::move(plan).value();
   return Status::ok();

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every C++ file of the repository formatted as .clang-format says: lists each file that
 # deviates and exits 1, or exits 0. Fix with: clang-format -i FILE...
-#   format_check.sh SOURCE_DIR [CLANG_FORMAT]
+#   format_check.sh [SOURCE_DIR [CLANG_FORMAT]]   (SOURCE_DIR: this checkout by default)
 set -euo pipefail
-cd "$1"
+cd "${1:-$(dirname "$0")/../..}"
 clang_format=${2:-clang-format}
 mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.cc' '*.h' 2>/dev/null ||
                      find . -path ./build -prune -o \( -name '*.cc' -o -name '*.h' \) -print)
