@@ -304,9 +304,26 @@ void EtcdLink::wait_finished(std::function<void()> done) {
       io_,
       [this, alive = life_.watch(), done = std::move(done)]() mutable -> asio::awaitable<void> {
         if (finished_value_) {
-          auto r = co_await client_.txn(etcd::put_if_absent(keys_.finished(), *finished_value_));
+          // The host's end is the job's only while it still holds P/host: a host deposed
+          // while it was stopped (its lease lapsed, another was elected) may see its own
+          // daemon's job fail as the others leave it, and must not record that. Its write,
+          // fenced, may replace a node's (the same end, from this host's daemon).
+          etcd::Txn txn =
+              fence_ == 0
+                  ? etcd::put_if_absent(keys_.finished(), *finished_value_)
+                  : etcd::Txn{.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
+                              .success = {etcd::op_put(keys_.finished(), *finished_value_)},
+                              .failure = {}};
+          auto r = co_await client_.txn(std::move(txn));
           if (!alive || closed_) co_return;
-          if (!r) spdlog::warn("cannot record the job's end in etcd: {}", r.status().message());
+          if (!r) {
+            spdlog::warn("cannot record the job's end in etcd: {}", r.status().message());
+          } else if (fence_ != 0 && !r->succeeded) {
+            spdlog::error(
+                "this agent no longer hosts job '{}' (another agent was elected while its lease "
+                "lapsed): the end above is its own, not the job's, which goes on without it",
+                setup_.group.run_id);
+          }
         }
         if (link_) co_return link_->wait_finished(std::move(done));
         asio::post(io_, std::move(done));
