@@ -9,7 +9,8 @@ or --no-progress-exit-code), though --max-restarts would allow more; one node, a
 etcd pair (skipped where etcd is not installed).
 GoodputTest: workers beat steps for a known time, fail, restart, beat again and succeed; the
 goodput of the event log's last line (one node), and of /api/jobs, /metrics and `ddprun status`
-(a c10d pair on a standalone daemon) is within 5 % of the schedule the workers recorded.
+(a c10d pair on a standalone daemon), of the event logs of a pair in network namespaces and of an
+etcd pair is within 5 % of the schedule the workers recorded.
 """
 import datetime
 import json
@@ -194,6 +195,28 @@ class GoodputTest(Case):
             got = events(log)[-1]["goodput"]
             print("goodput %.4f, schedule %.4f" % (got, expected), file=sys.stderr)
             self.assertAlmostEqual(got, expected, delta=0.05 * expected)
+
+    def test_an_etcd_pair(self):
+        # The job on the daemon an etcd election placed: each node's event log ends with it.
+        try:
+            cluster = etcd.Cluster(1)
+        except etcd.Unavailable as e:
+            self.skipTest(str(e))
+        self.addCleanup(cluster.stop)
+        logs = [os.path.join(self.tmp, "ev.%s.jsonl" % n) for n in "ab"]
+        agents = [self.agent(name, "schedule", [
+            "--nnodes", "2", "--rdzv-backend", "etcd", "--rdzv-endpoint", cluster.endpoints(),
+            "--rdzv-id", "progress", "--local-addr", addr, "--max-restarts", "1",
+            "--rdzv-conf", CONF + ",lease_ttl=2", "--event-log", log], nproc=2)
+            for name, addr, log in zip("ab", ("127.0.0.2", "127.0.0.3"), logs)]
+        for agent in agents:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+        ends = [events(log) for log in logs]
+        wall = max(e[-1]["ts_unix"] for e in ends) - min(e[0]["ts_unix"] for e in ends)
+        expected = self.stepping(lambda rank: rank // 2) / wall
+        for e in ends:
+            print("goodput %.4f, schedule %.4f" % (e[-1]["goodput"], expected), file=sys.stderr)
+            self.assertAlmostEqual(e[-1]["goodput"], expected, delta=0.05 * expected)
 
     def test_the_status_port_of_a_c10d_pair(self):
         daemon = statuslib.Daemon(self.tmp, DAEMON, ["--require-secret"])
