@@ -1,5 +1,7 @@
 #include "agent/report/error_report.h"
 
+#include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -103,7 +105,20 @@ std::optional<ErrorFileInfo> read_error_file(const std::filesystem::path& path) 
   std::ostringstream buf;
   buf << in.rdbuf();
   auto parsed = parse_error_file(buf.str());
-  if (parsed) return *parsed;
+  if (parsed) {
+    // PyTorch writes whole seconds: ranks failing in the same second would tie. The file's
+    // write time within that second orders them (a rank whose error followed another's, e.g.
+    // a peer's closed connection, wrote its file later).
+    std::error_code ec;
+    const auto written = std::filesystem::last_write_time(path, ec);
+    if (!ec && parsed->timestamp && *parsed->timestamp == std::floor(*parsed->timestamp)) {
+      const double at =
+          std::chrono::duration<double>(std::chrono::file_clock::to_sys(written).time_since_epoch())
+              .count();
+      if (std::floor(at) == *parsed->timestamp) parsed->timestamp = at;
+    }
+    return *parsed;
+  }
   return ErrorFileInfo{"unreadable error file " + path.string() + ": " + parsed.status().message(),
                        "", std::nullopt};
 }

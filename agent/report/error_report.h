@@ -29,7 +29,8 @@ struct ErrorFileInfo {
 Result<ErrorFileInfo> parse_error_file(std::string_view json);
 
 // nullopt when the file does not exist; a malformed file gives an info whose message says
-// so (the report still shows the worker).
+// so (the report still shows the worker). A timestamp of whole seconds (PyTorch's) is refined
+// to the file's write time when that falls within the same second.
 std::optional<ErrorFileInfo> read_error_file(const std::filesystem::path& path);
 
 struct FailureRecord {

@@ -67,6 +67,30 @@ TEST_CASE("read_error_file: missing file is nullopt, garbage is reported", "[err
   std::remove(path.c_str());
 }
 
+TEST_CASE("read_error_file: whole seconds are refined by the file's write time in that second",
+          "[error_report]") {
+  char path_template[] = "/tmp/ddp_error_file_XXXXXX";
+  int fd = ::mkstemp(path_template);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  const std::string path = path_template;
+  auto write = [&path](const std::string& timestamp, double written) {
+    std::ofstream(path) << R"({"message": {"message": "E", "extraInfo": {"timestamp": ")"
+                        << timestamp << R"("}}})";
+    const auto at = std::chrono::sys_time<std::chrono::nanoseconds>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::duration<double>(written)));
+    std::filesystem::last_write_time(path, std::chrono::file_clock::from_sys(at));
+  };
+  write("1700000000", 1700000000.25);
+  CHECK(read_error_file(path)->timestamp == Approx(1700000000.25).epsilon(1e-12));
+  write("1700000000", 1700000003.5);  // written in another second: the file's own time stands
+  CHECK(read_error_file(path)->timestamp == 1700000000.0);
+  write("1700000000.125", 1700000000.5);  // not whole seconds: kept
+  CHECK(read_error_file(path)->timestamp == 1700000000.125);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("root cause is the smallest timestamp, error file before detection time",
           "[error_report]") {
   std::vector<FailureRecord> rs;
