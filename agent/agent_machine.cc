@@ -172,6 +172,7 @@ void AgentMachine::on_lost(const Status& why) {
     case State::kDone:
       return;
     case State::kFinishing:  // the end is known: the rendezvous going away changes nothing
+      spdlog::warn("job {}: after its end here: {}", options_.run_id, why.message());
       return finish(exit_code_);
     case State::kRunning:
       lost_ = true;

@@ -38,12 +38,19 @@ class EtcdHostChangeTest(EtcdCase):
         wait_for(lambda: ("3", "0") in self.rounds_seen(a), 20, "round 1 on 3 nodes")
         self.trigger(0)  # b's worker fails: restart 1, still on c
         wait_for(lambda: ("3", "1") in self.rounds_seen(a), 20, "restart 1 on 3 nodes")
+        # The host records round 2 in P/state once the round formed (an etcd write of its own):
+        # freezing it before that write lands would leave the successor round 1's state.
+        state = "/ddprun/job-%s/state" % self.id().split(".")[-1]
+        wait_for(lambda: [v for _, v in self.etcd.history(state)
+                          if json.loads(v)["restart_count"] == 1], 20, "round 2 in P/state")
         c.proc.send_signal(signal.SIGSTOP)  # the host freezes: only its lease can tell
         wait_for(lambda: ("2", "1") in self.rounds_seen(a), 20,
                  "a and b re-formed on a new host, restart count kept")
         self.assertIn("hosting the rendezvous", a.stderr() + b.stderr())
         c.proc.send_signal(signal.SIGCONT if wake else signal.SIGKILL)
         self.trigger(1)  # b fails again on the new host: restart 2 ...
+        # (a's worker of restart 2 prints its start before b's fails again and stops it)
+        wait_for(lambda: ("2", "2") in self.rounds_seen(a), 20, "restart 2 on the new host")
         self.trigger(2)  # ... and again: no restarts left
         self.assertEqual(a.wait(), 3, a.stderr())
         self.assertEqual(b.wait(), 3, b.stderr())
