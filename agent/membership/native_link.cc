@@ -109,14 +109,19 @@ void NativeLink::send_join() {
   request.node_rank = rdzv_.node_rank;
   client_->join(request, life_.guard([this](Result<membership::Joined> joined) {
     const ErrorCode code = joined ? ErrorCode::kOk : joined.status().code();
-    if ((code == ErrorCode::kJobFinished || code == ErrorCode::kPeerGone) && retries_connecting() &&
+    if (code == ErrorCode::kPeerGone && retry_for_.count() > 0) {
+      // The daemon closed before answering: it is exiting (a static job's previous node rank
+      // 0, or an etcd host just killed that still holds P/host). Like a refused connection:
+      // retry until the deadline (an etcd node meanwhile hears P/host change).
+      client_->close();
+      client_.reset();
+      return connect_failed(joined.status());
+    }
+    if (code == ErrorCode::kJobFinished && retries_connecting() &&
         Clock::now() < connect_deadline_) {
       // Node rank 0 of the previous job on this port still lingers at its exit barrier
-      // (back-to-back static jobs), or its daemon closed before answering (it exited): wait
-      // for this job's node rank 0 to take the port.
-      if (code == ErrorCode::kJobFinished) {
-        spdlog::info("{}:{} still serves a finished job; retrying", rdzv_.host, rdzv_.port);
-      }
+      // (back-to-back static jobs): wait for this job's node rank 0 to take the port.
+      spdlog::info("{}:{} still serves a finished job; retrying", rdzv_.host, rdzv_.port);
       client_->close();
       client_.reset();
       return retry_after(100ms);  // a pause: nothing signals that daemon's exit

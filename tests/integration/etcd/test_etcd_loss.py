@@ -6,15 +6,18 @@ and real ddprun agents on loopback addresses; skipped (exit 77) where etcd is no
 Usage:
     test_etcd_loss.py DDPRUN [TestClass]
 """
+import base64
 import json
 import os
 import signal
+import socket
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
+import etcd  # noqa: E402
 import etcd_case  # noqa: E402
 from procs import wait_for  # noqa: E402
 
@@ -57,6 +60,34 @@ class EtcdLossTest(etcd_case.ElasticPairCase):
         # within the TTL + 1 s (etcd checks expiry every 500 ms).
         self.assertGreater(took, 2 * 2 / 3 - 0.1)
         self.assertLess(took, 2 + 1.5)  # + the workers' start
+
+    def test_a_dead_hosts_daemon_closing_a_join_is_waited_out(self):
+        # A host killed a moment ago still holds P/host (its lease is not revoked yet) while
+        # its daemon's sockets close: a JOIN sent there ends unanswered. That means "wait for
+        # P/host to change", not "lost" (etcd_it_EtcdSpareTest failed so once in CI).
+        listener = socket.socket()
+        listener.bind(("127.0.0.9", 0))
+        listener.listen()
+        listener.settimeout(20)
+        url = "http://%s:%d/v3/" % (self.etcd.reach, self.etcd.client_ports[0])
+        lease = etcd._post(url + "lease/grant", {"TTL": 60})["ID"]
+        etcd._post(url + "kv/put", {
+            "key": base64.b64encode(b"/ddprun/dead-host/host").decode(),
+            "value": base64.b64encode(b"127.0.0.9:%d" % listener.getsockname()[1]).decode(),
+            "lease": lease})
+        b = self.start("b", self.B, 1, "ok", nnodes="1", run_id="dead-host")
+        try:
+            for _ in range(2):  # a second connection only if b retried after the first close
+                conn, _ = listener.accept()
+                conn.settimeout(20)
+                conn.recv(65536)  # its JOIN
+                conn.close()
+        finally:
+            listener.close()
+        self.assertIsNone(b.proc.poll(), b.stderr())
+        etcd._post(url + "lease/revoke", {"ID": lease})  # what the host's death watch does
+        self.assertEqual(b.wait(), 0, b.stderr())
+        self.assertIn("hosting the rendezvous", b.stderr())
 
 
 class EtcdSpareTest(etcd_case.EtcdCase):
