@@ -34,6 +34,21 @@ def free_port(host="127.0.0.1"):
         return s.getsockname()[1]
 
 
+def close_unanswered(listener, connections=2):
+    """Accepts `connections` connections on `listener` (a listening socket) one after the
+    other, reads each one's first bytes (a JOIN) and closes it unanswered: a daemon exiting
+    under a client. A second connection comes only if the client retried. Closes `listener`."""
+    listener.settimeout(20)
+    try:
+        for _ in range(connections):
+            conn, _ = listener.accept()
+            conn.settimeout(20)
+            conn.recv(65536)
+            conn.close()
+    finally:
+        listener.close()
+
+
 class OutputProcess:
     """A process whose stdout and stderr go to files TMP/NAME.out and TMP/NAME.err."""
 
