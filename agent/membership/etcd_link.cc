@@ -271,9 +271,7 @@ void EtcdLink::write_state() {
   // What a successor resumes from once this host is lost: without this node.
   membership::ResumePoint at = job->resume_point(membership::Clock::now());
   std::replace(at.ranks.begin(), at.ranks.end(), own_key_, std::string());
-  etcd::Txn txn{.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
-                .success = {etcd::op_put(keys_.state(), encode_state(at, WallClock::now()))},
-                .failure = {}};
+  etcd::Txn txn = fenced_put(keys_.state(), encode_state(at, WallClock::now()));
   asio::co_spawn(
       io_,
       [this, alive = life_.watch(), txn = std::move(txn)]() mutable -> asio::awaitable<void> {
@@ -287,6 +285,12 @@ void EtcdLink::write_state() {
         }
       },
       asio::detached);
+}
+
+etcd::Txn EtcdLink::fenced_put(const std::string& key, const std::string& value) const {
+  return {.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
+          .success = {etcd::op_put(key, value)},
+          .failure = {}};
 }
 
 void EtcdLink::send(const membership::Request& request) {
@@ -308,12 +312,10 @@ void EtcdLink::wait_finished(std::function<void()> done) {
           // while it was stopped (its lease lapsed, another was elected) may see its own
           // daemon's job fail as the others leave it, and must not record that. Its write,
           // fenced, may replace a node's (the same end, from this host's daemon).
-          etcd::Txn txn =
-              fence_ == 0
-                  ? etcd::put_if_absent(keys_.finished(), *finished_value_)
-                  : etcd::Txn{.compare = {etcd::compare_create_revision(keys_.host(), fence_)},
-                              .success = {etcd::op_put(keys_.finished(), *finished_value_)},
-                              .failure = {}};
+          // A named Txn, not a conditional in the co_await: GCC 12 mishandles such a
+          // temporary (heap corruption at exit, seen in etcd_it_EtcdLossTest).
+          etcd::Txn txn = fence_ == 0 ? etcd::put_if_absent(keys_.finished(), *finished_value_)
+                                      : fenced_put(keys_.finished(), *finished_value_);
           auto r = co_await client_.txn(std::move(txn));
           if (!alive || closed_) co_return;
           if (!r) {

@@ -83,6 +83,8 @@ class EtcdLink final : public MembershipLink, private LinkEvents {
   // What a daemon of this node resumes from, if it wins: P/state and what this node saw.
   std::optional<rendezvous::membership::ResumePoint> resume_point(const std::string& state) const;
   void write_state();
+  // A put of `key` that succeeds only while P/host is still this node's election (fence_).
+  etcd::Txn fenced_put(const std::string& key, const std::string& value) const;
   void lost(Status why);
 
   boost::asio::io_context& io_;
