@@ -5,6 +5,7 @@ lease gone and exits 1. Real etcd and real ddprun agents on loopback addresses; 
 (exit 77) where etcd is not installed. Usage:
     test_etcd_host.py DDPRUN [TestClass]
 """
+import base64
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import sys
 
 import etcd_case
 from etcd_case import HOST_CHANGE_WORKER, EtcdCase
+import etcd  # noqa: E402  (testlib's, which etcd_case put first on the path)
 from procs import wait_for  # noqa: E402  (etcd_case put testlib on the path)
 
 
@@ -88,6 +90,44 @@ class EtcdHostChangeTest(EtcdCase):
             self.assertNotIn("fewer than min", end)
             self.assertEqual(end[1:5], "\x03\x00\x00\x00", ends)
         print("the deposed host: " + why.group(0), file=sys.stderr)
+
+
+class EtcdFenceTest(EtcdCase):
+    """The host writes P/state and P/finished only while P/host is still the key of its own
+    election (its create_revision): here the test replaces P/host under a live host, as an
+    election after a lapsed lease would, and the host's next write must be refused."""
+    # The worker waits for the test to open the FIFO "go", then exits $EXIT on its first start.
+    WORKER = ["--no-python", "sh", "-c", 'cat "$MARK_DIR/go" >/dev/null; '
+              '[ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && exit "$EXIT"; exec sleep 60']
+
+    def host_then_depose(self, code):
+        os.mkfifo(os.path.join(self.marks, "go"))
+        job = "/ddprun/job-%s/" % self.id().split(".")[-1]
+        a = self.start("a", self.A, 1, "", nnodes="1", env_extra={"EXIT": str(code)},
+                       extra=["--max-restarts", "1"], program=self.WORKER)
+        wait_for(lambda: "round 1:" in a.stderr(), 20, "round 1")
+        wait_for(lambda: self.etcd.get(job + "state") is not None, 20, "round 1 in P/state")
+        url = "http://%s:%d/v3/" % (self.etcd.reach, self.etcd.client_ports[0])
+        lease = etcd._post(url + "lease/grant", {"TTL": 60})["ID"]
+        key = base64.b64encode((job + "host").encode()).decode()
+        etcd._post(url + "kv/deleterange", {"key": key})
+        etcd._post(url + "kv/put", {"key": key, "lease": lease,
+                                    "value": base64.b64encode(b"127.0.0.9:1").decode()})
+        os.close(os.open(os.path.join(self.marks, "go"), os.O_WRONLY))  # the worker goes on
+        return a, job
+
+    def test_a_deposed_host_records_no_new_round(self):
+        a, job = self.host_then_depose(1)  # a restart: round 2, whose state a may not write
+        self.assertEqual(a.wait(), 1, a.stderr())
+        self.assertIn("no longer hosts job", a.stderr())
+        rounds = [json.loads(v)["round"] for _, v in self.etcd.history(job + "state")]
+        self.assertEqual(rounds, [1])  # round 1's write only
+
+    def test_a_deposed_host_records_no_end(self):
+        a, job = self.host_then_depose(0)
+        self.assertEqual(a.wait(), 0, a.stderr())
+        self.assertRegex(a.stderr(), "no longer hosts job .*the end above is its own")
+        self.assertEqual(self.etcd.history(job + "finished"), [])
 
 
 if __name__ == "__main__":
