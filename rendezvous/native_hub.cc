@@ -119,6 +119,10 @@ void NativeHub::touch(rendezvous::membership::NodeId id) {
 void NativeHub::closed(rendezvous::membership::NodeId id) {
   if (peers_.erase(id) == 0) return;
   auth_.erase(id);
+  // A stopping server closes every connection: each node learns that from its own closure.
+  // Judged as departures, the first closures would end the job for the nodes closed later,
+  // though on etcd the job goes on under another host (a spare told "failed" would exit).
+  if (stopped_) return;
   deliver(registry_.connection_closed(id, Clock::now()));
   rearm();
   notify_drained();

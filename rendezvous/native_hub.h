@@ -77,14 +77,16 @@ class NativeHub {
   void set_exposed(bool exposed) { exposed_ = exposed; }
   // Any other traffic from `id` (TCPStore queries) also proves it alive.
   void touch(rendezvous::membership::NodeId id);
-  // The connection closed (EOF, error, server stop): the node is gone at once.
+  // The connection closed (EOF, error): the node is gone at once. After stop() (the server
+  // closing every connection) only forgotten: nothing is judged or told.
   void closed(rendezvous::membership::NodeId id);
   // Calls `done` once, on this thread, when job `run_id` has finished and no connection is
   // bound to it any more (every node that was told JobFinished closed or LEFT), or at once
   // when that is already so. A host agent waits on it before stopping its embedded daemon,
   // so no other node's JobFinished is cut off. Dropped uncalled by stop().
   void when_drained(std::string run_id, std::function<void()> done);
-  // Cancels the deadline timer; later calls still work but no deadline fires.
+  // Cancels the deadline timer; later calls still work but no deadline fires, and closed()
+  // only forgets the connection.
   void stop();
 
   const rendezvous::membership::Registry& registry() const { return registry_; }

@@ -144,10 +144,10 @@ class ServerImpl final : public Server {
     stopped_ = true;
     boost::system::error_code ignored;
     listener_->acceptor.close(ignored);
+    listener_->sessions->native.stop();  // first: the closures below are not departures
     // close() unregisters the session from `live`, so iterate over a copy.
     std::vector<Session*> live(listener_->sessions->live.begin(), listener_->sessions->live.end());
     for (Session* s : live) s->close("server stopping", false);
-    listener_->sessions->native.stop();
   }
 
   void reset_store() override {

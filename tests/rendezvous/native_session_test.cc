@@ -144,9 +144,14 @@ TEST_CASE("an embedded server runs a rendezvous and serves store queries on the 
     CHECK_FALSE(b->disconnected);
   }
   SECTION("server stop ends the clients with a disconnect, and the io_context runs dry") {
+    const std::size_t a_before = a->events.size(), b_before = b->events.size();
     (*server)->stop();
     REQUIRE(run_until(io, [&] { return a->disconnected && b->disconnected; }));
     CHECK(a->disconnected->code() == ErrorCode::kPeerGone);
+    // Each closure is not a departure: no node is told to stop, or that the job ended (on
+    // etcd the job goes on under another host).
+    CHECK(a->events.size() == a_before);
+    CHECK(b->events.size() == b_before);
     a->client->close();
     b->client->close();
     server->reset();
