@@ -1,6 +1,6 @@
 #!/bin/sh
-# The large fault campaign (docs/chaos.md): 264 seeded trials (24 per fault kind), both daemon
-# placements, loopback and network-namespace nodes. Writes its table to bench/results/chaos.txt
+# The large fault campaign (docs/chaos.md): 264 seeded trials (24 per fault kind), the three
+# rendezvous placements (embedded, standalone, etcd), loopback and network-namespace nodes. Writes its table to bench/results/chaos.txt
 # (the latest run only) and prints it.
 # usage: bench/chaos/run.sh [BUILD_DIR] [--trials N] [--seed S]   (BUILD_DIR defaults to build/)
 set -eu
@@ -14,4 +14,5 @@ for bin in ddprun ddp-rendezvous; do
   fi
 done
 exec /usr/bin/python3 "$here/../../tests/chaos/chaos.py" --ddprun "$build/bin/ddprun" \
-  --daemon "$build/bin/ddp-rendezvous" --trials 264 --report "$here/../results/chaos.txt" "$@"
+  --daemon "$build/bin/ddp-rendezvous" --trials 264 --placements embedded,standalone,etcd \
+  --report "$here/../results/chaos.txt" "$@"

@@ -35,11 +35,18 @@ def parse_args():
     p.add_argument("--kinds", default=",".join(plan.KINDS),
                    help="comma-separated fault kinds (default: all: %(default)s)")
     p.add_argument("--no-netns", action="store_true", help="loopback trials only")
+    p.add_argument("--placements", default="embedded,standalone",
+                   help="where the rendezvous may be, drawn per trial: embedded (node 0's "
+                   "agent), standalone (ddp-rendezvous), etcd (an etcd server; the etcd "
+                   "backend); default: %(default)s")
     p.add_argument("--report", help="also write the table to this file")
     p.add_argument("--verbose", action="store_true",
                    help="print each node's exit code and last log line per trial")
     args = p.parse_args()
     args.kinds = [k for k in args.kinds.split(",") if k]
+    args.placements = [x for x in args.placements.split(",") if x]
+    if not args.placements or set(args.placements) - {"embedded", "standalone", "etcd"}:
+        p.error("--placements takes embedded, standalone and etcd, comma-separated")
     unknown = [k for k in args.kinds if k not in faults.FAULTS]
     if unknown:
         p.error("unknown fault kind %s; known: %s" % (", ".join(unknown), ", ".join(plan.KINDS)))
@@ -74,9 +81,9 @@ def table(args, results, skipped):
     lines.append("violations: %d" % len(violations))
     for t, v in violations:
         lines.append("  trial %d (%s): %s" % (t.index, t.describe(), v))
-        lines.append("    rerun: %s %s --ddprun %s --daemon %s --seed %d --only %d" % (
-            sys.executable, os.path.abspath(__file__), args.ddprun, args.daemon, args.seed,
-            t.index))
+        lines.append("    rerun: %s %s --ddprun %s --daemon %s --seed %d --placements %s "
+                     "--only %d" % (sys.executable, os.path.abspath(__file__), args.ddprun,
+                                    args.daemon, args.seed, ",".join(args.placements), t.index))
     return "\n".join(lines)
 
 
@@ -95,9 +102,12 @@ def main():
             kind = args.kinds[k % len(args.kinds)]
             inject, applies, shape = faults.FAULTS[kind]
             try:
-                t = plan.draw(args.seed, k, kind, netns is not None, applies, shape)
+                t = plan.draw(args.seed, k, kind, netns is not None, applies, shape,
+                              args.placements)
             except RuntimeError as e:
-                skipped[kind] = "skipped: %s (no network namespaces here)" % e
+                skipped[kind] = "skipped: %s (%s)" % (
+                    e, "no network namespaces here" if netns is None
+                    else "not with --placements " + ",".join(args.placements))
                 print("chaos: trial %d skipped: %s" % (k, e), flush=True)
                 continue
             run = Run(t, args.ddprun, args.daemon, netns if t.topology == "netns" else loopback)

@@ -12,7 +12,7 @@ class Trial:
     seed: int
     kind: str
     topology: str     # "loopback" | "netns"
-    placement: str    # "embedded" (node 0's agent hosts the daemon) | "standalone"
+    placement: str    # "embedded" (node 0's agent hosts the daemon) | "standalone" | "etcd"
     nodes: int        # agents started
     min_nodes: int    # == nodes for a fixed node count
     restarts: int     # --max-restarts
@@ -40,6 +40,8 @@ class Trial:
         return "chaos-%d-%d" % (self.seed, self.index)
 
     def hosts_daemon(self, node):
+        """Whether the daemon goes with this node. On etcd the hosting node is elected, and
+        when it goes the others elect another (docs/etcd.md): no node is the daemon's."""
         return self.placement == "embedded" and node == 0
 
     @property
@@ -53,10 +55,12 @@ class Trial:
             self.restarts)
 
 
-def draw(seed, index, kind, netns_ok, applies, shape=lambda t: None):
+def draw(seed, index, kind, netns_ok, applies, shape=lambda t: None,
+         placements=("embedded", "standalone")):
     """Trial `index` of the campaign `seed` for fault `kind`: the same every time. `applies`
     (a Trial -> bool) says whether the kind can run in a drawn configuration; up to 50 draws.
-    `shape` sets what the kind itself needs (a spare, the no-progress option, paced workers)."""
+    `shape` sets what the kind itself needs (a spare, the no-progress option, paced workers).
+    `placements`: where the rendezvous may be (the same draws for the same list)."""
     rng = random.Random("%d/%d" % (seed, index))
     for _ in range(50):
         nodes = rng.choice([2, 3])
@@ -64,7 +68,7 @@ def draw(seed, index, kind, netns_ok, applies, shape=lambda t: None):
         t = Trial(
             index=index, seed=seed, kind=kind,
             topology="netns" if netns_ok and rng.random() < 0.4 else "loopback",
-            placement=rng.choice(["embedded", "standalone"]),
+            placement=rng.choice(list(placements)),
             nodes=nodes, min_nodes=nodes - 1 if elastic else nodes,
             restarts=rng.choice([0, 2]), nproc=rng.choice([1, 2]),
             torch=rng.random() < 0.25,

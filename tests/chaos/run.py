@@ -23,6 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
                                 "testlib"))
 from procs import free_port, poll_until  # noqa: E402
+import etcd  # noqa: E402  (testlib's)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
@@ -33,6 +34,7 @@ ORPHAN_BOUND_S = 10.0   # after the last agent exits, no process of the job is l
 PACE_S = 0.1            # the straggler fault: a step's time (the slow node's: 3x)
 REPLACED_BOUND_S = 30.0  # the straggler fault: the stop mark is written by then at the latest
 CONF = "last_call_timeout=0.3,keep_alive_interval=0.25,keep_alive_max_attempt=4,join_timeout=30"
+ETCD_CONF = ",lease_ttl=1"  # etcd placement: a frozen or cut-off node's lease lapses in ~1 s
 
 
 def job_pids(run_id):
@@ -60,6 +62,7 @@ class Run:
         self.tmp = tempfile.mkdtemp(prefix="chaos-")
         self.agents = []
         self.daemon = None
+        self.etcd = None  # etcd placement: the trial's etcd server
         self.pending = []  # (monotonic time, action, or sooner when this holds) from faults
         self.frozen_until = {}
         self.expect_ranks_kept = False  # spare faults: check() compares the ranks' nodes
@@ -148,6 +151,10 @@ class Run:
                 raise RuntimeError("ddp-rendezvous did not start: " +
                                    open(os.path.join(self.tmp, "daemon.err")).read())
             endpoint = "%s:%d" % (self.topo.daemon_addr, listening_port())
+        elif t.placement == "etcd":
+            self.etcd = etcd.Cluster(1, host=self.topo.daemon_addr,
+                                     prefix=self.topo.daemon_prefix())
+            endpoint = self.etcd.endpoints()
         else:
             endpoint = "%s:%d" % (self.topo.addr(0), free_port())
         env = dict(os.environ, CHAOS_DIR=self.tmp, CHAOS_RUN_S=str(RUN_S),
@@ -162,12 +169,13 @@ class Run:
 
     def start_agent(self, n):
         t = self.t
-        conf = CONF
+        conf = CONF + (ETCD_CONF if t.placement == "etcd" else "")
         if t.placement == "embedded":
             conf += ",is_host=%s" % ("true" if n == 0 else "false")
         argv = self.topo.prefix(n) + [
             self.ddprun, "--nnodes", t.nnodes, "--nproc-per-node", str(t.nproc),
-            "--rdzv-backend", "c10d", "--rdzv-endpoint", self.endpoint, "--rdzv-id", t.run_id,
+            "--rdzv-backend", "etcd" if t.placement == "etcd" else "c10d",
+            "--rdzv-endpoint", self.endpoint, "--rdzv-id", t.run_id,
             "--rdzv-conf", conf, "--local-addr", self.topo.addr(n),
             "--max-restarts", str(t.restarts), "--shutdown-timeout", "3",
             "--event-log", self.path(n, "events")]
@@ -341,6 +349,8 @@ class Run:
         if self.daemon is not None and self.daemon.poll() is None:
             self.daemon.kill()
             self.daemon.wait()
+        if self.etcd is not None:
+            self.etcd.stop()
         for pid in job_pids(self.t.run_id):  # after a violation, or an interrupted trial
             try:
                 os.kill(pid, signal.SIGKILL)
