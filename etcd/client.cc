@@ -46,6 +46,13 @@ Result<std::int64_t> header_revision(const Json& j) {
 // Request bodies and answer decoding live outside the coroutines (GCC 12 cannot compile
 // nlohmann's string-literal subscripts inside a coroutine: "array used as initializer").
 Json range_body(const std::string& key) { return op_range(key)["request_range"]; }
+Json count_body(std::string prefix) {
+  Json body = {{"key", base64_encode(prefix)}, {"count_only", true}};
+  ++prefix.back();  // every key from `prefix` up to the next string with its length
+  body["range_end"] = base64_encode(prefix);
+  return body;
+}
+Result<std::int64_t> decode_count(const Json& j) { return int_field(j, "count"); }
 Json txn_body(const Txn& txn) {
   return {{"compare", txn.compare}, {"success", txn.success}, {"failure", txn.failure}};
 }
@@ -112,6 +119,9 @@ Json op_put(const std::string& key, const std::string& value, std::int64_t lease
   return {{"request_put", std::move(put)}};
 }
 Json op_range(const std::string& key) { return {{"request_range", {{"key", base64_encode(key)}}}}; }
+Json op_delete(const std::string& key) {
+  return {{"request_delete_range", {{"key", base64_encode(key)}}}};
+}
 
 Txn put_if_absent(const std::string& key, const std::string& value, std::int64_t lease) {
   Txn txn;
@@ -160,6 +170,12 @@ asio::awaitable<Result<RangeResult>> Client::range(std::string key) {
   auto j = co_await call("/v3/kv/range", range_body(key));
   if (!j) co_return j.status();
   co_return decode_range(*j);
+}
+
+asio::awaitable<Result<std::int64_t>> Client::count_prefix(std::string prefix) {
+  auto j = co_await call("/v3/kv/range", count_body(std::move(prefix)));
+  if (!j) co_return j.status();
+  co_return decode_count(*j);
 }
 
 asio::awaitable<Result<TxnResult>> Client::txn(Txn txn) {

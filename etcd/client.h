@@ -42,6 +42,7 @@ Json compare_create_revision(const std::string& key, std::int64_t revision);  //
 Json compare_mod_revision(const std::string& key, std::int64_t revision);     // == revision
 Json op_put(const std::string& key, const std::string& value, std::int64_t lease = 0);
 Json op_range(const std::string& key);
+Json op_delete(const std::string& key);
 
 struct Txn {
   std::vector<Json> compare;
@@ -76,6 +77,8 @@ class Client {
   boost::asio::awaitable<Result<Json>> call(std::string path, Json body);
 
   boost::asio::awaitable<Result<RangeResult>> range(std::string key);  // the key, if it exists
+  // How many keys start with `prefix` (not empty).
+  boost::asio::awaitable<Result<std::int64_t>> count_prefix(std::string prefix);
   boost::asio::awaitable<Result<TxnResult>> txn(Txn txn);
 
   boost::asio::awaitable<Result<Lease>> grant(std::chrono::seconds ttl);

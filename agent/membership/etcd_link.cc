@@ -192,12 +192,16 @@ asio::awaitable<void> EtcdLink::seek() {
     auto state = co_await client_.range(keys_.state());
     if (ended()) co_return;
     if (!state) co_return lost(state.status());
+    auto spares = co_await client_.count_prefix(keys_.spares());
+    if (ended()) co_return;
+    if (!spares) co_return lost(spares.status());
     // A daemon of this node's own, bound before the campaign so P/host can name it.
     RdzvSettings own = settings_.rdzv;
     own.host = addr_;
     own.port = 0;
     own.is_host = true;
     own.resume = resume_point(state->kvs.empty() ? std::string() : state->kvs[0].value);
+    if (own.resume) own.resume->spares = static_cast<std::uint32_t>(*spares);
     auto mine = NativeLink::start(io_, config_, setup_, std::move(own));
     if (!mine) co_return lost(mine.status());
     // Won only if P/state is still what was read: a host's last write racing this read would
@@ -241,8 +245,12 @@ asio::awaitable<void> EtcdLink::seek() {
 
 void EtcdLink::on_payload(const membership::Payload& payload) {
   if (closed_ || lost_) return;
-  if (std::holds_alternative<membership::Joined>(payload)) joined_ = true;
+  if (auto* j = std::get_if<membership::Joined>(&payload)) {
+    joined_ = true;
+    if (j->waiting) mark_spare(true);
+  }
   if (auto* r = std::get_if<membership::RoundComplete>(&payload)) {
+    if (spare_key_) mark_spare(false);
     last_round_ = r->round;
     last_restart_count_ = r->restart_count;
     last_world_ = r->group_world_size;
@@ -285,6 +293,36 @@ void EtcdLink::write_state() {
         }
       },
       asio::detached);
+}
+
+void EtcdLink::mark_spare(bool waiting) {
+  spare_key_ = waiting;
+  if (spare_writing_) return;  // the running write loop writes the latest wish next
+  spare_writing_ = true;
+  asio::co_spawn(io_, write_spare(), asio::detached);
+}
+
+asio::awaitable<void> EtcdLink::write_spare() {
+  // One write at a time, so a delete never overtakes the put before it.
+  auto alive = life_.watch();
+  for (bool written = !spare_key_; written != spare_key_;) {
+    written = spare_key_;
+    auto r = co_await client_.txn(spare_txn(written));
+    if (!alive || closed_) co_return;
+    if (!r) {
+      spdlog::warn("cannot record in etcd whether this node waits as a spare: {}",
+                   r.status().message());
+    }
+  }
+  spare_writing_ = false;
+}
+
+etcd::Txn EtcdLink::spare_txn(bool waiting) const {
+  // Built outside the coroutine: GCC 12 mishandles a conditional's temporaries inside one.
+  const std::string key = keys_.spares() + own_key_;
+  return {.compare = {},
+          .success = {waiting ? etcd::op_put(key, "", lease_) : etcd::op_delete(key)},
+          .failure = {}};
 }
 
 etcd::Txn EtcdLink::fenced_put(const std::string& key, const std::string& value) const {

@@ -83,6 +83,10 @@ class EtcdLink final : public MembershipLink, private LinkEvents {
   // What a daemon of this node resumes from, if it wins: P/state and what this node saw.
   std::optional<rendezvous::membership::ResumePoint> resume_point(const std::string& state) const;
   void write_state();
+  // P/spares/<own key> put (a JOIN answered "waiting") or deleted (in a round): `waiting`.
+  void mark_spare(bool waiting);
+  boost::asio::awaitable<void> write_spare();
+  etcd::Txn spare_txn(bool waiting) const;
   // A put of `key` that succeeds only while P/host is still this node's election (fence_).
   etcd::Txn fenced_put(const std::string& key, const std::string& value) const;
   void lost(Status why);
@@ -106,6 +110,8 @@ class EtcdLink final : public MembershipLink, private LinkEvents {
   std::int64_t fence_ = 0;      // P/host's create_revision while this node hosts
   bool joined_ = false;         // the current link's JOIN was accepted
   bool host_was_lost_ = false;  // the next host resumes a job that lost its host
+  bool spare_key_ = false;      // P/spares/<own key> should exist
+  bool spare_writing_ = false;  // write_spare() runs
   // What this node saw of the job: the next host's resume point when P/state lags.
   std::uint64_t last_round_ = 0;
   std::uint32_t last_restart_count_ = 0;

@@ -38,6 +38,9 @@ struct EtcdKeys {
   std::string state() const { return job + "state"; }
   // The JobFinished every node was told: a later agent of this run id is refused.
   std::string finished() const { return job + "finished"; }
+  // One key per agent waiting to take a lost node's place (under its lease), while it waits:
+  // a new host's first round waits for them too (docs/etcd.md).
+  std::string spares() const { return job + "spares/"; }
 };
 
 // True for --rdzv-backend etcd, etcd-v2 and etcd-v3 (one backend speaking etcd's v3 API).

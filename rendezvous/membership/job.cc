@@ -209,6 +209,7 @@ void Job::resume(const ResumePoint& at) {
   restart_count_ = at.restart_count;
   departures_ = at.departures;
   expected_nodes_ = at.expected_nodes;
+  spares_ = at.spares;
   for (std::uint32_t rank = 0; rank < at.ranks.size(); ++rank) {
     if (!at.ranks[rank].empty()) resume_ranks_[at.ranks[rank]] = rank;
   }
@@ -237,10 +238,13 @@ ResumePoint Job::resume_point(TimePoint now) const {
 void Job::after_pending_change(Events& out) {
   // Resumed: the expected survivors first (by key when known: a spare must not take a late
   // survivor's place at MAX); the last call still forms the round without a lost one.
+  // Then the spares that were waiting, up to MAX.
   const std::size_t back = resume_ranks_.empty() ? pending_count_ : survivors_back_;
   const bool awaited = expected_nodes_ != 0 && back < expected_nodes_;
-  if (!awaited && (pending_count_ >= config_.max_nodes ||
-                   (expected_nodes_ != 0 && pending_count_ >= config_.min_nodes))) {
+  const std::size_t wanted = std::min<std::size_t>(
+      config_.max_nodes, std::max<std::size_t>(config_.min_nodes, expected_nodes_ + spares_));
+  if (!awaited &&
+      (pending_count_ >= config_.max_nodes || (expected_nodes_ != 0 && pending_count_ >= wanted))) {
     complete_round(out);
   } else if (pending_count_ >= config_.min_nodes) {
     if (!last_call_) last_call_ = now_ + config_.last_call_timeout;
@@ -251,6 +255,7 @@ void Job::after_pending_change(Events& out) {
 
 void Job::complete_round(Events& out) {
   expected_nodes_ = 0;
+  spares_ = 0;
   resume_ranks_.clear();
   std::vector<RankCandidate> candidates;
   candidates.reserve(pending_count_);

@@ -55,6 +55,9 @@ struct ResumePoint {
   // that many (and MIN) joined, without the last call; with `ranks`, counted among the nodes
   // holding their keys, and MAX does not form it before them. 0: the usual rule.
   std::uint32_t expected_nodes = 0;
+  // Nodes that were waiting to take a lost node's place (spares): with expected_nodes, the
+  // first round also waits for them (up to MAX) before forming without the last call.
+  std::uint32_t spares = 0;
   // The last round's node keys by group rank ("": gone): a node joining with its key is a
   // survivor of that rank (ranks.h) in the first round.
   std::vector<std::string> ranks{};
@@ -243,6 +246,7 @@ class Job {
 
   std::uint32_t departures_ = 0;
   std::uint32_t expected_nodes_ = 0;  // ResumePoint::expected_nodes, until a round forms
+  std::uint32_t spares_ = 0;          // ResumePoint::spares, likewise
   std::unordered_map<std::string, std::uint32_t> resume_ranks_;  // ResumePoint::ranks, likewise
   std::size_t survivors_back_ = 0;                   // pending nodes holding a key of resume_ranks_
   std::unordered_map<NodeId, std::string> removed_;  // removed ids with open connections

@@ -51,8 +51,13 @@ TEST_CASE("put and range with binary keys and values and empty values", "[client
   auto none = await(io, c.range("missing"));
   REQUIRE(none);
   CHECK(none->kvs.empty());
+  CHECK(await(io, c.count_prefix("p/")).value() == 2);
+  CHECK(await(io, c.count_prefix("q/")).value() == 0);  // the gateway leaves a zero out
   REQUIRE(remove(io, c, "p/a"));
   CHECK(await(io, c.range("p/a"))->kvs.empty());
+  CHECK(await(io, c.count_prefix("p/")).value() == 1);
+  REQUIRE(await(io, c.txn({.success = {op_delete("p/b")}})));
+  CHECK(await(io, c.count_prefix("p/")).value() == 0);
 }
 
 TEST_CASE("txn compare-and-swap fails and succeeds on revisions", "[client]") {

@@ -84,9 +84,10 @@ class EtcdLossTest(etcd_case.ElasticPairCase):
 
 class EtcdSpareTest(etcd_case.EtcdCase):
     D = "127.0.0.5"
+    NNODES = "3"
 
     def job(self, name, addr):
-        return self.start(name, addr, 2, "until_second", nnodes="3",
+        return self.start(name, addr, 2, "until_second", nnodes=self.NNODES,
                           conf="join_timeout=20,lease_ttl=10")
 
     def three_and_a_spare(self):
@@ -137,6 +138,22 @@ class EtcdSpareTest(etcd_case.EtcdCase):
         self.assertEqual({r["RC"] for r in spare}, {"0"})
         self.assertIn("hosting the rendezvous", "".join(x.stderr() for x in survivors.values())
                       + d.stderr())
+
+    def test_an_elastic_jobs_new_host_waits_for_the_spare(self):
+        # --nnodes 2:3: the two survivors alone could form the new host's first round, and the
+        # one with group rank 2 would move down to 0. The spare's key under P/spares/ (while
+        # it waits) makes that round wait for it too.
+        self.NNODES = "2:3"
+        agents, d, first = self.three_and_a_spare()
+        spares = "/ddprun/job-%s/spares/" % self.id().split(".")[-1]
+        wait_for(lambda: len(self.etcd.keys(spares)) == 1, 10, "the spare's key")
+        survivors = self.lose(agents, "a")
+        for agent in list(survivors.values()) + [d]:
+            self.assertEqual(agent.wait(), 0, agent.stderr())
+        for name, agent in survivors.items():
+            second = self.env_lines(agent.stdout())[len(first[name]):]
+            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        self.assertEqual(self.ranks(self.env_lines(d.stdout())), self.ranks(first["a"]))
 
     def test_with_two_spares_the_new_host_waits_for_the_survivors(self):
         # Four agents come back for three places: the new host's first round waits for the

@@ -125,6 +125,34 @@ TEST_CASE("a survivor that does not come back is given up at the last call", "[r
   CHECK(only_for<RoundComplete>(out, 3).group_rank == 2);
 }
 
+TEST_CASE("a resumed elastic job waits for the spares that were waiting, then the last call",
+          "[resume]") {
+  Harness h;
+  h.config.max_nodes = 3;  // MIN 2, last call 5 s
+  Job job("job", h.config, false, h.now);
+  // host-1 hosted at group rank 0 and was lost; one spare waited.
+  job.resume({.round = 5, .expected_nodes = 2, .spares = 1, .ranks = {"", "host-2", "host-3"}});
+  Events out;
+  job.join(2, Harness::info(2), std::nullopt, h.now, out);
+  job.join(3, Harness::info(3), std::nullopt, h.now, out);
+  // Both survivors back and MIN met: without the spare this round would have 2 nodes, and
+  // host-3 would move down to rank 0.
+  CHECK(job.state() == Job::State::kPending);
+  SECTION("the spare comes: the round forms at once, the survivors keep their ranks") {
+    job.join(4, Harness::info(4), std::nullopt, h.now, out);
+    REQUIRE(job.state() == Job::State::kRunning);
+    CHECK(only_for<RoundComplete>(out, 4).group_rank == 0);
+    CHECK(only_for<RoundComplete>(out, 2).group_rank == 1);
+    CHECK(only_for<RoundComplete>(out, 3).group_rank == 2);
+  }
+  SECTION("the spare does not come: the last call forms the round without it") {
+    REQUIRE(job.next_deadline() == h.now + 5s);
+    job.on_deadline(h.now + 5s, out);
+    REQUIRE(job.state() == Job::State::kRunning);
+    CHECK(of_type<RoundComplete>(out).size() == 2);
+  }
+}
+
 TEST_CASE("a resumed job's progress and goodput go on", "[resume][progress]") {
   Harness h;
   h.config.max_nodes = 2;
