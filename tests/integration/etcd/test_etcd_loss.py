@@ -111,15 +111,20 @@ class EtcdSpareTest(etcd_case.EtcdCase):
         agents[name].wait()
         return {n: agent for n, agent in agents.items() if n != name}
 
-    def test_the_spare_takes_a_lost_nodes_ranks_on_the_hosts_daemon(self):
-        agents, d, first = self.three_and_a_spare()
-        lost = next(n for n, rows in first.items() if rows[0]["GROUP_RANK"] == "1")
-        survivors = self.lose(agents, lost)
-        for agent in list(survivors.values()) + [d]:
+    def check_kept(self, survivors, spares, first):
+        """Every agent ended 0, and each survivor's workers of the second round have the ranks
+        its first round's had."""
+        for agent in list(survivors.values()) + spares:
             self.assertEqual(agent.wait(), 0, agent.stderr())
         for name, agent in survivors.items():
             second = self.env_lines(agent.stdout())[len(first[name]):]
             self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+
+    def test_the_spare_takes_a_lost_nodes_ranks_on_the_hosts_daemon(self):
+        agents, d, first = self.three_and_a_spare()
+        lost = next(n for n, rows in first.items() if rows[0]["GROUP_RANK"] == "1")
+        survivors = self.lose(agents, lost)
+        self.check_kept(survivors, [d], first)
         self.assertEqual(self.ranks(self.env_lines(d.stdout())), self.ranks(first[lost]))
 
     def test_the_hosts_loss_is_survived_with_the_spare(self):
@@ -128,11 +133,7 @@ class EtcdSpareTest(etcd_case.EtcdCase):
         agents, d, first = self.three_and_a_spare()
         self.assertEqual(first["a"][0]["GROUP_RANK"], "0")  # a hosts: it joined first
         survivors = self.lose(agents, "a")
-        for agent in list(survivors.values()) + [d]:
-            self.assertEqual(agent.wait(), 0, agent.stderr())
-        for name, agent in survivors.items():
-            second = self.env_lines(agent.stdout())[len(first[name]):]
-            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        self.check_kept(survivors, [d], first)
         spare = self.env_lines(d.stdout())
         self.assertEqual(self.ranks(spare), self.ranks(first["a"]))
         self.assertEqual({r["RC"] for r in spare}, {"0"})
@@ -148,11 +149,7 @@ class EtcdSpareTest(etcd_case.EtcdCase):
         spares = "/ddprun/job-%s/spares/" % self.id().split(".")[-1]
         wait_for(lambda: len(self.etcd.keys(spares)) == 1, 10, "the spare's key")
         survivors = self.lose(agents, "a")
-        for agent in list(survivors.values()) + [d]:
-            self.assertEqual(agent.wait(), 0, agent.stderr())
-        for name, agent in survivors.items():
-            second = self.env_lines(agent.stdout())[len(first[name]):]
-            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        self.check_kept(survivors, [d], first)
         self.assertEqual(self.ranks(self.env_lines(d.stdout())), self.ranks(first["a"]))
 
     def test_with_two_spares_the_new_host_waits_for_the_survivors(self):
@@ -162,11 +159,7 @@ class EtcdSpareTest(etcd_case.EtcdCase):
         e = self.job("e", "127.0.0.6")
         wait_for(lambda: "(waiting" in e.stderr(), 20, "e to join as a spare")
         survivors = self.lose(agents, "a")
-        for agent in list(survivors.values()) + [d, e]:
-            self.assertEqual(agent.wait(), 0, agent.stderr())
-        for name, agent in survivors.items():
-            second = self.env_lines(agent.stdout())[len(first[name]):]
-            self.assertEqual(self.ranks(second), self.ranks(first[name]), name + " kept its ranks")
+        self.check_kept(survivors, [d, e], first)
         spares = self.env_lines(d.stdout()) + self.env_lines(e.stdout())
         self.assertEqual(self.ranks(spares), self.ranks(first["a"]))
 
