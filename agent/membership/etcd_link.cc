@@ -192,16 +192,18 @@ asio::awaitable<void> EtcdLink::seek() {
     auto state = co_await client_.range(keys_.state());
     if (ended()) co_return;
     if (!state) co_return lost(state.status());
-    auto spares = co_await client_.count_prefix(keys_.spares());
-    if (ended()) co_return;
-    if (!spares) co_return lost(spares.status());
     // A daemon of this node's own, bound before the campaign so P/host can name it.
     RdzvSettings own = settings_.rdzv;
     own.host = addr_;
     own.port = 0;
     own.is_host = true;
     own.resume = resume_point(state->kvs.empty() ? std::string() : state->kvs[0].value);
-    if (own.resume) own.resume->spares = static_cast<std::uint32_t>(*spares);
+    if (own.resume) {  // a job that ran: the spares its next host waits for (none before)
+      auto spares = co_await client_.count_prefix(keys_.spares());
+      if (ended()) co_return;
+      if (!spares) co_return lost(spares.status());
+      own.resume->spares = static_cast<std::uint32_t>(*spares);
+    }
     auto mine = NativeLink::start(io_, config_, setup_, std::move(own));
     if (!mine) co_return lost(mine.status());
     // Won only if P/state is still what was read: a host's last write racing this read would
