@@ -7,7 +7,8 @@
 //
 // Processes that left those groups (setsid) are found by their environment: the watcher
 // also SIGKILLs every process whose environment holds all the "KEY=VALUE" marks given
-// (the agent marks TORCHELASTIC_RUN_ID and MASTER_PORT, unique while its store port is held).
+// (a single-node agent marks TORCHELASTIC_RUN_ID and MASTER_PORT, unique while its store port
+// is held; a multi-node one TORCHELASTIC_RUN_ID and DDPRUN_AGENT_ID, its address and pid).
 //
 // Last words: start() may take a function the watcher runs once the agent is gone, after the
 // kills, with the note the agent left last (set_last_words; nothing runs while none is set or

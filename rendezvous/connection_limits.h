@@ -51,7 +51,8 @@ std::size_t reserved_descriptors(std::uint64_t nofile);
 // total.
 Result<ConnectionCaps> resolve_caps(const ConnectionLimits& limits, std::uint64_t nofile);
 
-// The connection flags of ddp-rendezvous as given on the command line.
+// The connection flags of ddp-rendezvous (and of ddprun, for the servers it hosts) as given on
+// the command line.
 struct ConnectionFlags {
   std::size_t max_connections = 0;      // --max-connections, 0 = derived
   std::size_t max_per_peer = 0;         // --max-connections-per-peer, 0 = derived
@@ -60,7 +61,8 @@ struct ConnectionFlags {
 };
 
 // Validates the flags into limits. Errors (kInvalidArgument, one line naming the flag and the
-// fix): a negative or non-finite timeout, a per-peer cap above the total, a bad --store-allow.
+// fix): a timeout that is negative, non-finite or above 86400 s, a per-peer cap above the
+// total, a bad --store-allow.
 Result<ConnectionLimits> connection_limits_from_flags(const ConnectionFlags& flags);
 
 // The soft RLIMIT_NOFILE of this process (a large number when unlimited).

@@ -24,9 +24,9 @@ struct DaemonOptions {
 
 // Binds, writes the port file(s), prints exactly one "listening on HOST:PORT" line to `ready`
 // (flushed; with a status port, a "status on http://HOST:PORT/" line before it), serves until
-// SIGTERM/SIGINT, then stops cleanly. Returns OK after a signal; kIo when the port is taken or the
-// port file cannot be written; kInvalidArgument when the connection caps do not fit the
-// open-file limit (raised to the hard limit first).
+// SIGTERM/SIGINT, then stops cleanly. Returns OK after a signal; kAddressInUse when a port is
+// taken; kIo when a port file cannot be written; kInvalidArgument when the connection caps do
+// not fit the open-file limit (raised to the hard limit first).
 Status run_daemon(const DaemonOptions& options, std::ostream& ready);
 
 }  // namespace ddp::rendezvous

@@ -7,11 +7,12 @@
 // the connection's numbering. The first native request switches the connection to native
 // mode, which changes only the daemon -> client direction:
 //   - before it, TCPStore replies are sent raw, exactly as PyTorch expects;
-//   - from it on, pushes (0x90..0x94) arrive at any time, so every TCPStore query gets
-//     exactly one framed reply, `u8 0x95 | u64 n | n bytes of its TCPStore reply` (n may be
-//     0, e.g. for SET or VALIDATE), in query order; a parked WAIT's reply comes when the wait
-//     is satisfied. A client that keeps at most one TCPStore query in flight (as
-//     rdzv_client.h does) can therefore match every framed reply to its query.
+//   - from it on, pushes (0x90..0x94, 0x96, 0x98; membership/wire.h) and the CHALLENGE
+//     (0x97) arrive at any time, so every TCPStore query gets exactly one framed reply,
+//     `u8 0x95 | u64 n | n bytes of its TCPStore reply` (n may be 0, e.g. for SET or
+//     VALIDATE), in query order; a parked WAIT's reply comes when the wait is satisfied. A
+//     client that keeps at most one TCPStore query in flight (as rdzv_client.h does) can
+//     therefore match every framed reply to its query.
 // In native mode a connection whose numbering is still unknown uses the >= 2.2 numbering
 // and needs no VALIDATE (one may still be sent; it gets an empty framed reply).
 //
@@ -45,10 +46,10 @@ enum class FrameKind { kIncomplete, kError, kRefused, kStore, kNative, kAuthHell
 
 struct Frame {
   FrameKind kind = FrameKind::kIncomplete;
-  std::size_t consumed = 0;  // kStore / kNative: bytes used
+  std::size_t consumed = 0;  // kStore, kNative, kAuthHello, kAuthFrame: bytes used
   std::size_t needed = 0;    // kIncomplete: smallest input size that can make progress
   std::string error;         // kError, kRefused
-  Request store;             // kStore (VALIDATE included, see validate_only)
+  Request store;             // kStore (VALIDATE included)
   rendezvous::membership::Request native;  // kNative, kAuthFrame (the inner request)
   std::string hello_run_id;                // kAuthHello
   AuthFrame auth;                          // kAuthFrame

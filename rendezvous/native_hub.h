@@ -38,7 +38,7 @@ namespace ddp::rendezvous {
 class NativePeer {
  public:
   virtual ~NativePeer() = default;
-  // Queue one encoded push (0x90..0x94) and start writing it.
+  // Queue one encoded push (membership/wire.h) or CHALLENGE and start writing it.
   virtual void push(std::string_view bytes) = 0;
 };
 

@@ -13,12 +13,14 @@
 //
 // Lifetime: create() returns a shared_ptr; pending operations keep the client alive, so the
 // caller may drop its pointer after close(). After close() or a disconnect, no callback runs
-// except completions that report the end (kCancelled / kPeerGone).
+// except completions that report the end (kCancelled after close(), else the disconnect's
+// status).
 //
 // Flow:  connect -> join -> Joined (callback) -> RoundComplete / StopWorkers / JobFinished /
-//        ErrorEvent pushes (on_event) ... -> leave() or close().
-// Heartbeats start at join and are sent every config.keep_alive_interval until close; the
-// daemon drops a node silent for keep_alive_interval * keep_alive_max_attempt.
+//        ErrorEvent / Waiting / Straggler pushes (on_event) ... -> LEAVE (send_request) or
+//        close().
+// Heartbeats start once JOIN is on the wire and are sent every config.keep_alive_interval
+// until close; the daemon drops a node silent for keep_alive_interval * keep_alive_max_attempt.
 // The other direction: each heartbeat tick with no store query outstanding also sends a
 // TCPStore PING on the connection, which the daemon answers. When a reply has been owed for
 // that same budget and no byte at all came from the daemon meanwhile (a partition: the TCP
@@ -31,10 +33,9 @@
 // daemon's CHALLENGE, and from then on every native request (JOIN, heartbeats, reports, LEAVE)
 // goes out as an AUTH_FRAME signed with the job key (rendezvous/auth/auth.h, protocol.h): one
 // round trip per connection. The secret stays in this object; only MACs and, for a job the
-// daemon does not know yet, the X25519-wrapped job key go on the wire (wrapped with this
-// process's one X25519 pair and the shared secret it keeps per daemon key:
-// rendezvous/auth/key_wrap.h). The agent calls join() from its connect callback, so AUTH_HELLO
-// goes out as soon as the connection is up. A wrong secret ends the join with
+// daemon does not know yet, the X25519-wrapped job key go on the wire (a fresh X25519 pair
+// per wrap: rendezvous/auth/key_wrap.h). The agent calls join() from its connect callback, so
+// AUTH_HELLO goes out as soon as the connection is up. A wrong secret ends the join with
 // kUnauthenticated. TCPStore queries may share the connection (rendezvous/framer.h): store()
 // keeps one in flight and queues the rest, so replies match queries; a WAIT that never
 // completes blocks later store() calls (but not rendezvous traffic).
@@ -59,8 +60,8 @@
 namespace ddp::rendezvous {
 
 struct RdzvClientHandlers {
-  // Every push after the JOIN reply: RoundComplete, StopWorkers, JobFinished, ErrorEvent
-  // (e.g. kTimeout when the first round never reached MIN nodes).
+  // Every push after the JOIN reply: RoundComplete, StopWorkers, JobFinished, Waiting,
+  // Straggler, ErrorEvent (e.g. kTimeout when the first round never reached MIN nodes).
   std::function<void(const rendezvous::membership::Payload&)> on_event;
   // The daemon connection ended without close() (EOF, socket error, undecodable push):
   // kPeerGone or kProtocol naming the daemon. Called once; nothing else follows.

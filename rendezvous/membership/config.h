@@ -1,6 +1,8 @@
 // Configuration of one job's rendezvous membership, as every agent of the job sends it with
-// JOIN (from --nnodes, --max-restarts and --rdzv-conf). The first JOIN of a run id creates
-// the job with its config; later JOINs must carry an equal config (config_mismatch()).
+// JOIN (from --nnodes, --max-restarts, --max-no-progress-restarts, --no-progress-exit-code,
+// the straggler options and --rdzv-conf). The first JOIN of a run id creates the job with its
+// config; later JOINs, while it has not finished, must carry an equal config
+// (config_mismatch()).
 //
 // Time in this library is always injected: callers pass steady_clock time points; nothing
 // here reads a clock. Durations stay std::chrono (milliseconds on the wire).

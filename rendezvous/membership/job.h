@@ -1,8 +1,8 @@
 // The membership state machine of one job (one run id). Pure: no I/O, no clock reads, no
 // threads. Every input takes the injected `now` and appends the events it causes to `out`;
-// the caller (the daemon's session layer) delivers them as pushes and arms one timer at
-// next_deadline(), calling on_deadline() when it fires. A `now` earlier than one already
-// seen counts as the one seen. Not thread-safe: call from one thread (the io_context).
+// the caller (the Registry, for the daemon's NativeHub) delivers them as pushes and arms one
+// timer at next_deadline(), calling on_deadline() when it fires. A `now` earlier than one
+// already seen counts as the one seen. Not thread-safe: call from one thread (the io_context).
 //
 // States:   kPending --(MAX joined | last call after MIN | MIN at join timeout)--> kRunning
 //           kPending --(join timeout below MIN)--> kFinished (ErrorEvent kTimeout to waiters)
@@ -10,7 +10,8 @@
 //           kRunning --(every participant succeeded)--> kFinished (exit 0)
 //           kStopping --(every participant stopped; restart and >= MIN nodes)--> kRunning
 //                                          (next round, completes at once: nodes are known)
-//           kStopping --(no restarts left | < MIN nodes remain)--> kFinished (exit != 0)
+//           kStopping --(no restarts left | < MIN nodes remain | a stuck worker |
+//                        max_no_progress_restarts reached)--> kFinished (exit != 0)
 // Restarts: a worker failure moves restart_count once per round, when the stop begins (later
 // reports for the same round are recorded for the root cause, not counted); max_restarts
 // exhausted means the job fails, as does a failure marked no_restart (a stuck worker:
@@ -19,9 +20,9 @@
 // remain; only the departures after the first max_nodes of the job's life count like a
 // failure (the bound on a flapping node). A waiting node's restart does not move it.
 // Removal: a node removed for missed heartbeats, a stop timeout or (exclude_straggler) a
-// persistent straggler is told at once
-// (ErrorEvent kPeerGone naming why, pushed on its still-open connection), and every later
-// request on that connection is refused with the same reason (Registry), never dropped.
+// persistent straggler is told at once (ErrorEvent kPeerGone naming why, pushed on its
+// still-open connection), and every later request on that connection is refused with the same
+// reason (Registry), never dropped.
 // Rank rule: ranks.h. Pinned ranks (static rendezvous, pinned_ranks): every JOIN names its
 // group rank; a JOIN without one, or naming a rank a present node holds, gets an ErrorEvent
 // (the job goes on without that node); a node joining a running pinned job (its rank's holder
@@ -89,7 +90,8 @@ class Job {
 
   // `id` must not be a member already (kInvalidArgument ErrorEvent otherwise). `node_rank`
   // must be set exactly when the job has pinned ranks, below max_nodes, and not held by a
-  // present node (kInvalidArgument ErrorEvent naming the fix otherwise).
+  // present node (kInvalidArgument ErrorEvent naming the fix otherwise). A finished job
+  // answers kJobFinished.
   void join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank, TimePoint now,
             Events& out);
   // Any request refreshes the sender's heartbeat; this one does nothing else.
@@ -137,8 +139,9 @@ class Job {
   // Workers of the last completed round's participants (sum of their local world sizes).
   std::uint64_t world_size() const { return world_size_; }
   bool has_node(NodeId id) const { return members_.count(id) != 0; }
-  // Why `id` was removed by the daemon (missed heartbeats, stop timeout): the message it was
-  // pushed; nullptr when it was not removed that way (or forget() ran).
+  // Why `id` was removed by the daemon (missed heartbeats, stop timeout, persistent
+  // straggler): the message it was pushed; nullptr when it was not removed that way (or
+  // forget() ran).
   const std::string* removal(NodeId id) const;
   // The connection of `id` closed: drop what was remembered of it.
   void forget(NodeId id) { removed_.erase(id); }

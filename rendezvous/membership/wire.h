@@ -41,7 +41,7 @@
 //                                    3 node joined), detail str, u8 has_failure, [failure]
 //   0x93  JOB_FINISHED               i32 exit_code, reason str, u8 has_failure, [failure],
 //                                    i64 goodput stepping, i64 goodput wall, u8 no_progress
-//   0x94  ERROR                      u8 code (ddp::ErrorCode, 1..11), message str
+//   0x94  ERROR                      u8 code (ddp::ErrorCode, 1..12), message str
 //   0x95  (a framed TCPStore reply, rendezvous/framer.h; not a push)
 //   0x96  WAITING                    u32 joined, u32 min_nodes, u32 max_nodes,
 //                                    i64 join_timeout_left, i64 last_call_left (-1: none)
@@ -55,10 +55,11 @@
 //              last_lines, stack_head (lines := u64 n <= 40, n x str; diagnosis.h's bounds)
 //              u8 no_restart
 //
-// Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR); every other push
-// comes whenever the job changes. TCPStore queries may share the connection: once it has sent a
-// native request, the daemon frames each TCPStore reply as push type 0x95 (rendezvous/framer.h), so
-// pushes and replies never get confused.
+// Requests get no reply except JOIN / JOIN_AT_RANK (JOINED or ERROR), QUERY_WAITING (WAITING)
+// and a refused request (ERROR); every other push comes whenever the job changes. TCPStore
+// queries may share the connection: once it has sent a native request, the daemon frames each
+// TCPStore reply as push type 0x95 (rendezvous/framer.h), so pushes and replies never get
+// confused.
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,8 @@ inline void put_str(std::string& out, std::string_view s) {
   out.append(s);
 }
 void put_failure(std::string& out, const Failure& f);
-// The smallest encoding of a failure: three empty strings, six integers, two empty lists.
+// A lower bound on a failure's encoding: three empty strings, six integers, two empty lists
+// (the hang, step and no_restart fields not counted).
 inline constexpr std::size_t kMinFailureBytes = 3 * 8 + 4 * 4 + 2 * 8 + 2 * 8;
 
 // Reads fields in order. The first short read or limit violation sticks: later reads are

@@ -42,7 +42,7 @@ struct HttpCounters {
   std::uint64_t bad_requests = 0;          // malformed, oversized or too slow
 };
 
-// One job as /metrics shows it (O(1) to take: no node list).
+// One job as /metrics shows it (cheap to take: no node list, at most kMetricsSlowRanks ranks).
 struct JobSummary {
   std::string run_id;
   membership::JobState state = membership::JobState::kPending;
