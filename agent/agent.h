@@ -10,10 +10,12 @@
 
 namespace ddp::agent {
 
-// Returns the exit code ddprun exits with: 0 when every worker succeeded; on failure the
-// root-cause worker's exit code (128 + signal number when it was killed by a signal);
-// 128 + signal number when ddprun itself was stopped by a forwarded signal; 1 for an agent
-// error (a message has been logged).
+// Returns the exit code ddprun exits with: the job's (the same on every node): 0 when every
+// worker succeeded, on failure the root-cause worker's exit code (128 + signal number when it
+// was killed by a signal) or the no-progress exit code; 128 + signal number when ddprun itself
+// was stopped by a forwarded signal; 1 when this node lost the job or for an agent error (a
+// message has been logged); 2 for bad input refused before anything started (one line on
+// stderr: the event log path, the rendezvous settings, the job secret).
 int run(const AgentConfig& config);
 
 }  // namespace ddp::agent

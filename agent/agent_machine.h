@@ -2,8 +2,8 @@
 // signals and the end of the job. Every decision of the agent is here, in one transition
 // function per event; the effects go through mechanisms behind small interfaces: the
 // rendezvous backend (rendezvous_backend.h), this node's workers (workers.h), the clock
-// (clock.h) and the end-of-job report (job_report.h). Single node, static and c10d (embedded or
-// standalone daemon) are all this machine with another backend.
+// (clock.h) and the end-of-job report (job_report.h). Single node, static, c10d (embedded or
+// standalone daemon) and etcd are all this machine over another membership link.
 //
 // States and what moves the machine between them:
 //
@@ -16,8 +16,9 @@
 //                                   v
 //                               kFinishing --backend drained / linger expired--> kDone
 //
-//   kJoining / kReported + signal: leave the job, kDone with 128 + signal.
+//   kJoining / kReported / kFinishing + signal: leave the job, kDone with 128 + signal.
 //   kJoining / kReported + on_lost: kDone with 1.
+//   kFinishing + on_lost: kDone with the job's exit code (the end is known already).
 //   kRunning / kStopping + signal: the workers get the signal; once they exited the node
 //     leaves the job (which goes on without it): kDone with 128 + signal. A second SIGINT
 //     SIGKILLs the workers at once.

@@ -1,5 +1,5 @@
 // The agent policy's time: one-shot timers on the agent's io_context (AsioClock), or a clock a
-// test advances by hand (tests/agent/fake_clock.h).
+// test advances by hand (tests/agent/fake_mechanisms.h).
 //
 // Threading: the io_context's thread only; a timer's callback runs there, never inside after().
 #pragma once

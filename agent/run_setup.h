@@ -28,7 +28,7 @@ struct RunSetup {
   std::filesystem::path attempt_dir(int attempt) const;
   std::filesystem::path error_file(int attempt, int local_rank) const;
   // The worker's command is worker_argv with torchrun's ${local_rank} macro substituted
-  // (agent/worker_args.h).
+  // (agent/workers/worker_args.h).
   proc::LaunchSpec launch_spec(int attempt, int local_rank) const;
 };
 
@@ -36,8 +36,8 @@ struct RunSetup {
 // cannot be created (naming it).
 Result<RunSetup> prepare_run(const AgentConfig& config);
 
-// More than one node (--nnodes above 1): the rendezvous decides ranks (agent/multinode.h;
-// with the static backend each node pins its own, --node-rank).
+// More than one node (--nnodes above 1): the rendezvous decides ranks (a NativeLink or an
+// EtcdLink, agent/membership/; with the static backend each node pins its own, --node-rank).
 // An agent a launching ddprun started over ssh (--exit-on-stdin-eof) always joins that
 // ddprun's rendezvous, even as the only node: the job's result is the launcher's exit code.
 inline bool is_multinode(const AgentConfig& config) {

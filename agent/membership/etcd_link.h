@@ -3,9 +3,10 @@
 // agent, the host included, takes part through a NativeLink to it. So the rules, liveness
 // (heartbeats, closed connections) and pushes are c10d's; etcd adds only that the host can
 // be replaced. This node:
-//  - holds a lease (etcd::Session, lease_ttl): it carries P/host when this node hosts. A clean
-//    exit revokes it; so does the agent's death watch when the agent dies without one
-//    (lease_revoker below); a lost machine or a frozen agent lets it expire;
+//  - holds a lease (etcd::Session, lease_ttl): it carries P/host when this node hosts, and
+//    P/spares/<node key> while this node waits as a spare. A clean exit revokes it; so does the
+//    agent's death watch when the agent dies without one (lease_revoker below); a lost machine
+//    or a frozen agent lets it expire;
 //  - refuses a run id whose P/finished exists;
 //  - seeks the host: starts a daemon of its own (port 0, resumed from P/state and what this
 //    node saw of the job) and campaigns for P/host with its HOST:PORT; the winner keeps it and

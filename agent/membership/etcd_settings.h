@@ -1,7 +1,9 @@
 // What an agent of an etcd job takes from --rdzv-endpoint and --rdzv-conf (pure, no I/O):
 // the etcd endpoints (comma-separated, default port 2379), the key prefix, the lease TTL,
 // TLS files, and the membership Config every node sends with its JOIN (from the same keys as
-// c10d: join_timeout, last_call_timeout, close_timeout, read_timeout).
+// c10d: join_timeout, last_call_timeout, close_timeout, read_timeout; without
+// keep_alive_interval and keep_alive_max_attempt, the heartbeat budget is lease_ttl: a
+// heartbeat every lease_ttl / 3, three missed).
 #pragma once
 
 #include <chrono>
@@ -46,9 +48,10 @@ struct EtcdKeys {
 // True for --rdzv-backend etcd, etcd-v2 and etcd-v3 (one backend speaking etcd's v3 API).
 bool is_etcd_backend(const std::string& backend);
 
-// Errors (kInvalidArgument naming the key and the fix): no or bad endpoints, lease_ttl not a
-// whole number of seconds from 1 to 3600, protocol neither http nor https, a TLS file with
-// http, a removed key (presence_timeout: what replaced it), an unknown key.
+// Errors (kInvalidArgument naming the key and the fix): no or bad endpoints, an empty
+// etcd_prefix, lease_ttl not a whole number of seconds from 1 to 3600, protocol neither http
+// nor https, a TLS file with http, cert without key or key without cert, is_host, a removed key
+// (presence_timeout: what replaced it), an unknown key, and the errors of rdzv_settings().
 Result<EtcdSettings> etcd_settings(const AgentConfig& config);
 
 // How to reach etcd: http, or https with the TLS files.

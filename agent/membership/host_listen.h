@@ -1,4 +1,5 @@
-// Listening as the rendezvous host of a multi-node job (c10d is_host, static node rank 0).
+// Listening as the rendezvous host of a multi-node job (c10d is_host, static node rank 0, an
+// etcd candidate on port 0).
 //
 // First ADDR:PORT is bound: succeeding proves ADDR is this machine's (torchrun's is_host
 // inference). When ADDR is a host name rather than an IP literal, the listener is then moved to

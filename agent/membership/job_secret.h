@@ -22,7 +22,8 @@ inline constexpr const char* kSecretVariable = "DDPRUN_SECRET";
 // read.
 Result<std::optional<std::string>> load_job_secret(const std::optional<std::string>& secret_file);
 // --secret-from-stdin: the first line of fd `fd`, read byte by byte so nothing after it is
-// consumed (the stdin watch reads the rest). Errors: kInvalidArgument when stdin ends first.
+// consumed (the stdin watch reads the rest). Errors: kInvalidArgument when stdin ends first, the
+// line runs past 4 KiB, or the secret is shorter than 16 bytes.
 Result<std::optional<std::string>> read_secret_line(int fd);
 
 }  // namespace ddp::agent

@@ -4,8 +4,9 @@
 // reports root causes exactly as a job of many nodes does: a failure report starts the next
 // round (restart count + 1, attempt directory + 1) while --max-restarts allows, else ends the
 // job with the root cause's exit code. The node's liveness is beyond reach (nothing to lose:
-// it is this process); the Job's deadlines run on a timer. The StopWorkers the job sends when
-// this node reported a failure are dropped: they answer this node's own report.
+// it is this process); the Job's deadlines run on a timer. Every StopWorkers the job sends is
+// dropped: with one node it answers this node's own report (or its removal, which an
+// ErrorEvent tells).
 //
 // It holds the workers' store from start to close(), on one port (store_bind_host of
 // MASTER_ADDR, --master-port or a free one).

@@ -6,8 +6,9 @@
 //    1 of 2 joined; 588 s left before the join timeout"; a round that forms at once prints
 //    nothing; a calm rate and an O(1) question rather than a push to every node per join),
 //    RoundComplete becomes on_round (with its log line), StopWorkers
-//    on_stop_workers, JobFinished on_job_finished (then nothing but on_lost), ErrorEvent
-//    on_lost (kPeerGone with the job's message, else "rendezvous error: ...");
+//    on_stop_workers, JobFinished on_job_finished (then nothing but on_lost), Straggler
+//    on_straggler, ErrorEvent on_lost (kPeerGone with the job's message, else "rendezvous
+//    error: ...");
 //  - the held round: a round newer than the running one that this node has not answered yet
 //    (a re-formed job: a new host, or a push racing the stop) is held until this node
 //    answered, and the running round gets one stop; on_reform stops the running round once;

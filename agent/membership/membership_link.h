@@ -1,8 +1,7 @@
 // How a node reaches its job's membership (membership_backend.h): a transport carrying
 // membership::Request up and membership::Payload down. Implementations: NativeLink (the
 // rendezvous daemon over a connection, c10d and static), EtcdLink (etcd elects which agent hosts
-// that daemon),
-// LocalLink (a single node: the Job in this process).
+// that daemon; a NativeLink reaches it), LocalLink (a single node: the Job in this process).
 //
 // Contract:
 // - open(events) joins the job, asynchronously (the link builds the JoinRequest: it knows its
@@ -19,8 +18,8 @@
 //   tell its membership ended says so (on_link_lost, or the job's ErrorEvent) within its budget
 //   (heartbeat budget, lease TTL). A link that watches keys reads the current state, then
 //   watches from the next revision, so no push is missed.
-// - send(r) sends one request (reports, QueryWaiting, Leave); the join was open()'s. Before
-//   the join was accepted or after the link ended, a report may be dropped.
+// - send(r) sends one request (reports, Progress, QueryWaiting, Leave); the join was open()'s.
+//   Before the join was accepted or after the link ended, a report may be dropped.
 // - worker_store(): the workers' store this node serves when it is a round's group rank 0
 //   (its own, or the static daemon); null when none.
 // - wait_finished(done): after JobFinished, `done` once every other node could learn the end

@@ -1,14 +1,16 @@
-// The link to ddprun's rendezvous daemon (c10d and static; membership_link.h): hosted by this
-// node (node_servers.h) or by another node or a standalone ddp-rendezvous, reached through
-// rendezvous::RdzvClient. Liveness: heartbeats on the connection (the daemon removes a node
-// that is silent for keep_alive_interval * keep_alive_max_attempt, and tells it so with an
-// ErrorEvent); pushes on the same connection.
+// The link to ddprun's rendezvous daemon (c10d and static, and under an EtcdLink the link to the
+// elected host; membership_link.h): hosted by this node (node_servers.h) or by another node or a
+// standalone ddp-rendezvous, reached through rendezvous::RdzvClient. Liveness: heartbeats on
+// the connection (the daemon removes a node that is silent for keep_alive_interval *
+// keep_alive_max_attempt, and tells it so with an ErrorEvent); pushes on the same connection.
 //
 // Connecting: a static node of rank > 0 retries reaching the daemon until join_timeout after
 // its start (node rank 0 may start later, or the previous job on that port still lingers at
-// its end: a join refused with kJobFinished is tried again); a c10d node that does not host
-// retries for read_timeout (srun, pbsdsh and ssh start every node at once); the host connects
-// once. Static: every round's workers' store is the daemon on --master-addr:--master-port.
+// its end: a join refused with kJobFinished is tried again); a node that does not host retries
+// for read_timeout (srun, pbsdsh and ssh start every node at once); the host connects once. A
+// retrying node also tries again when the daemon closes the connection before answering its
+// JOIN (a daemon on its way out). Static: every round's workers' store is the daemon on
+// --master-addr:--master-port.
 //
 // Threading: the agent's io_context thread.
 #pragma once

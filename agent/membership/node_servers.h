@@ -1,4 +1,4 @@
-// What one node of a multi-node job serves (c10d and static; etcd: the workers' store only):
+// What one node of a multi-node job serves (c10d, static, and each etcd candidate's NativeLink):
 //  - the rendezvous daemon, when this node is the endpoint host (and its status port, with
 //    --status-port, bound like the daemon): c10d is_host=true demands it,
 //    is_host unset tries to bind the endpoint (torchrun's inference: it fails when another agent
@@ -7,10 +7,12 @@
 //    workers' store too (held to the end of the job, as torchrun's static rendezvous gives it
 //    to the workers); when that address is not this machine's (a NAT or service address), on
 //    that port of every interface, saying so; a taken port is named with the fix;
-//  - with etcd, the daemon of the agent that won the election (bound on port 0; resumed at
-//    rdzv.resume);
-//  - the workers' store (c10d): every node holds a store port for the whole job, and the
-//    round's group-rank-0 node's store is the one every worker uses.
+//  - with etcd, a daemon of every agent that seeks the host (is_host=true, port 0, resumed at
+//    rdzv.resume): the election's winner keeps it and serves the job, a loser closes it
+//    (etcd_link.h);
+//  - the workers' store (c10d and etcd): every node holds a store port for the whole job (etcd:
+//    for as long as its link to the host), and the round's group-rank-0 node's store is the one
+//    every worker uses.
 // The workers' store a group-rank-0 node serves (its own, or with static the daemon) is
 // emptied for every round after its first by the membership backend (membership_backend.h).
 //

@@ -1,6 +1,6 @@
-// What a multi-node agent takes from --rdzv-endpoint, --rdzv-conf and --nnodes: where the
-// rendezvous daemon is, whether this agent hosts it (torchrun's is_host), and the membership
-// Config every node sends with its JOIN. Pure: no I/O.
+// What a multi-node agent takes from --rdzv-endpoint, --rdzv-conf, --nnodes and the restart,
+// progress and straggler options: where the rendezvous daemon is, whether this agent hosts it
+// (torchrun's is_host), and the membership Config every node sends with its JOIN. Pure: no I/O.
 //
 // Static backend (--rdzv-backend static --node-rank R --master-addr A --master-port P): the
 // daemon is A:P, node rank 0 hosts it (and it is the workers' store too), every node pins
@@ -29,7 +29,7 @@ struct RdzvSettings {
   // other nodes retry reaching it until config.join_timeout (node rank 0 may start later).
   std::optional<std::uint32_t> node_rank;
   // Job secrets: --rdzv-conf secret_file=PATH as given; the secret itself is loaded by
-  // load_job_secret() (agent/job_secret.h), which does the I/O.
+  // load_job_secret() (agent/membership/job_secret.h), which does the I/O.
   std::optional<std::string> secret_file;
   std::optional<std::string> secret;
   // etcd: the job's facts a newly elected host's daemon resumes from (Job::resume).
@@ -37,8 +37,9 @@ struct RdzvSettings {
 };
 
 // Errors (kInvalidArgument, naming the option and the fix): c10d without --rdzv-endpoint, a
-// bad port, static with --master-port 0 or is_host, an unknown --rdzv-conf key, a value that
-// is not a number of seconds.
+// bad port; static with --master-port 0, is_host, a --node-rank out of range, an elastic
+// --nnodes or --exclude-straggler; an empty secret_file, an unknown --rdzv-conf key, a value
+// that is not a number of seconds, a Config that validate() refuses.
 Result<RdzvSettings> rdzv_settings(const AgentConfig& config);
 
 }  // namespace ddp::agent

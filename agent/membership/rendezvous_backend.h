@@ -18,8 +18,9 @@
 //     on_job_finished(f)   the job is over for every node, with one exit code and root cause.
 //                          Delivered at most once; nothing but on_lost may follow.
 //     on_lost(why)         this node is out of the job for good: the rendezvous refused it,
-//                          timed out its join, removed it (missed heartbeats; for a lease-based
-//                          store, its lease expired), or cannot be reached any more. At most once.
+//                          timed out its join, removed it (missed heartbeats, a stop timeout, a
+//                          persistent straggler; with etcd, its lease expired), or cannot be
+//                          reached any more. At most once.
 // - Liveness is the backend's business (its link's: membership_link.h). While the backend
 //   believes it is a member, the agent assumes it is.
 // - report_success/report_failure/workers_stopped answer for one round; at most one of them per

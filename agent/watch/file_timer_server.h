@@ -54,7 +54,7 @@ class FileTimerServer {
   FileTimerServer(const FileTimerServer&) = delete;
   FileTimerServer& operator=(const FileTimerServer&) = delete;
 
-  // Drops the timers of `pid` (its worker exited) or of every pid (a new round).
+  // Drops the timers of `pid`, or of every pid (the agent does at each group's start and end).
   void clear(pid_t pid);
   void clear_all();
   // Applies one request (what a line on the FIFO does); public for tests.

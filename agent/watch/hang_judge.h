@@ -1,10 +1,11 @@
 // Which workers of a group are hung, judged from their progress heartbeats (pure: no I/O, the
 // caller passes the time). A worker that has beaten at least once and then stays silent for
 // `timeout` is hung; one that never beat is judged only when `first_beat_timeout` is set (then
-// from the group's start). The culprit among hung workers is the one that stalled first: the
-// lowest last step, then the earliest last beat, then the lowest rank. Workers whose deadline
-// comes within min(1 s, timeout / 4) of a hung one's are judged with it. When a worker on
-// another node was judged hung, hung_beside() judges this node's workers against it.
+// from the group's start). The culprit among hung workers is the one that stalled first: one
+// that never beat, then the lowest last step, then the earliest last beat, then the lowest
+// rank. Workers whose deadline comes within min(1 s, timeout / 4) of a hung one's are judged
+// with it. When a worker on another node was judged hung, hung_beside() judges this node's
+// workers against it.
 #pragma once
 
 #include <chrono>

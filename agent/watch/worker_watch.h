@@ -3,10 +3,11 @@
 //    judgement of silent workers (hang_watch.h);
 //  - torchrun's file timer when TORCHELASTIC_ENABLE_FILE_TIMER=1 (file_timer_server.h), at
 //    TORCHELASTIC_TIMER_FILE or a fresh path exported to the workers;
-//  - their stacks on demand (stack_capture.h): with hang detection or the file timer, Python
-//    workers get the faulthandler hook (python_stack_hook.h) and a stack channel.
-// The FIFOs and the hook live in a private runtime directory ($XDG_RUNTIME_DIR, /dev/shm or
-// $TMPDIR), removed at the end.
+//  - their stacks on demand (stack_capture.h): Python workers always get the startup hook
+//    (python_stack_hook.h, on PYTHONPATH); with hang detection or the file timer also a stack
+//    channel and DDPRUN_STACK_SIGNAL, which arm its faulthandler part.
+// The FIFOs and the hook live in a private runtime directory ($XDG_RUNTIME_DIR, /dev/shm,
+// $TMPDIR or /tmp), removed at the end.
 //
 // Threading: the agent's io_context thread; on_hung runs there.
 #pragma once
