@@ -1,10 +1,10 @@
 // GPU discovery behind a seam, with no CUDA at build time.
 //
 // GpuInventory answers one question: how many physical NVIDIA GPUs does this machine have?
-// The system inventory asks NVML (libnvidia-ml.so.1 opened with dlopen at run time, only when
-// a count is first needed) and falls back to counting /proc/driver/nvidia/gpus/* entries when
-// NVML is absent or fails. Which of those GPUs a program may use (CUDA_VISIBLE_DEVICES) is
-// decided in launcher/gpu_selection.h, not here.
+// The system inventory asks NVML (libnvidia-ml.so.1 opened with dlopen at run time, each time
+// a count is asked, never before) and falls back to counting /proc/driver/nvidia/gpus/*
+// entries when NVML is absent or fails. Which of those GPUs a program may use
+// (CUDA_VISIBLE_DEVICES) is decided in launcher/gpu_selection.h, not here.
 //
 // Test seam: when DDPRUN_PROC_NVIDIA is set in the environment, the system inventory skips
 // NVML and counts DDPRUN_PROC_NVIDIA/gpus/* instead of /proc/driver/nvidia/gpus/*, so tests

@@ -11,11 +11,13 @@
 // preflight (launcher/preflight.h) resolves it on PATH. torch.distributed.launch scripts:
 // `--local-rank-arg underscore|dash` inserts `--local_rank=${local_rank}` (or --local-rank=)
 // right after PROGRAM (after -m MODULE), which the agent substitutes per worker
-// (agent/worker_args.h); `--use-env` is accepted (LOCAL_RANK is always in the environment).
+// (agent/workers/worker_args.h); `--use-env` is accepted (LOCAL_RANK is always in the
+// environment).
 //
-// Pure: no I/O except through the GpuInventory seam, which is asked only for
-// --nproc-per-node gpu|auto, --gpu-ids and --virtual-local-rank. Every failure is a
-// kInvalidArgument Status with a one-line message naming the problem and the fix.
+// Pure: no I/O except through two seams: the GpuInventory, asked only for --nproc-per-node
+// gpu|auto, --gpu-ids and --virtual-local-rank, and LaunchEnvironment::read_file, only for
+// --hostfile and $PBS_NODEFILE. Every failure of the input is a kInvalidArgument Status with a
+// one-line message naming the problem and the fix (a seam's own error passes through).
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// The end of an etcd job as its coordinator recorded it (P/finished, docs/etcd.md), for the
+// The end of an etcd job as its agents recorded it (P/finished, docs/etcd.md), for the
 // launching ddprun of a fan-out with --rdzv-backend etcd: it hosts no rendezvous, so the job's
 // exit code and root cause come from etcd. Blocking (a private io_context), bounded by
 // `timeout` across the endpoints; any thread.

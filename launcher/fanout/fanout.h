@@ -11,14 +11,17 @@
 //    dial --rdzv-endpoint's host, else --local-addr, else the address of this machine that
 //    routes to the first node (local_address.h).
 //  - Output: every agent line relayed with "[HOST] " first (output_relay.h).
-//  - Stopping (SIGINT, SIGTERM, SIGHUP, SIGQUIT, or a node lost below --nnodes' minimum):
+//  - Stopping (SIGINT, SIGTERM, SIGHUP, SIGQUIT, a node lost below --nnodes' minimum, or an
+//    agent still running 30 s after the job finished):
 //    ssh agents get EOF on stdin (their ssh stdin pipe is closed; --exit-on-stdin-eof makes
-//    that a SIGTERM: workers stopped, node leaves); pbsdsh agents lose the daemon (it stops).
+//    that a SIGTERM: workers stopped, node leaves); pbsdsh agents lose the daemon (it stops;
+//    an etcd job's pbsdsh process groups get SIGTERM at once).
 //    After --shutdown-timeout + 10 s the ssh/pbsdsh process groups get SIGTERM, 5 s later
 //    SIGKILL. A second SIGINT sends SIGTERM at once.
-//  - Exit code: the job's, as the daemon recorded it (the root cause's code, 0 on success),
-//    never ssh's or pbsdsh's (PBS Pro's pbsdsh exits 0 on task failures); 128 + signal when
-//    stopped by a signal; 1 when the job did not finish (every agent's end is logged).
+//  - Exit code: the job's, as the daemon (or etcd) recorded it (the root cause's code, 0 on
+//    success), never ssh's or pbsdsh's (PBS Pro's pbsdsh exits 0 on task failures); 128 +
+//    signal when stopped by a signal; 1 when the job did not finish (every agent's end is
+//    logged).
 //
 // Threading: run() blocks; one io_context, one thread.
 #pragma once

@@ -2,9 +2,12 @@
 // --hostfile), or the pbsdsh commands of --launcher pbs (launcher/cluster/pbs_launch.h). Each
 // agent gets, before agent_args (the user's options and program, launcher/agent_args.h):
 //   --launcher=local --nnodes=MIN:MAX --rdzv-backend=c10d --rdzv-endpoint=ADDR:PORT
-//   --rdzv-id=ID --rdzv-conf=<user's keys>,is_host=false [--nproc-per-node=SLOTS]
-//   [--local-addr=HOST] [--exit-on-stdin-eof]
-// With --rdzv-backend etcd: that backend, the user's etcd endpoints and --rdzv-conf as given.
+//   --rdzv-id=ID --rdzv-conf=[secret_file=PATH,]<user's keys>,is_host=false
+//   [--nproc-per-node=N] [--local-addr=HOST] [--exit-on-stdin-eof --secret-from-stdin]
+//   --job-report-by-launcher
+// The user's is_host and secret_file keys are dropped: the fan-out brings its own secret (on
+// stdin over ssh, in a file with pbsdsh). With --rdzv-backend etcd: that backend, the user's
+// etcd endpoints, --rdzv-conf without is_host and secret_file, and no --secret-from-stdin.
 // --launcher=local: a remote node's own batch-system variables must not re-plan the launch.
 // Over ssh the remote shell runs `cd CWD && exec env VARS... DDPRUN ...` (ssh_command.h,
 // everything quoted); pbsdsh runs the same line through /bin/sh -c (its tasks start in the

@@ -1,8 +1,8 @@
 // The console of a fan-out: every line a remote agent (ssh client, pbsdsh) writes is printed
 // with the node's label first, "[node1] " + line, on the same stream (stdout to stdout, stderr
 // to stderr). The agent's own per-rank prefixes stay, so a worker line reads
-// "[node1] [default0]:text" (agent/output.h). Partial last lines are printed at EOF. Bytes are
-// passed through untouched.
+// "[node1] [default0]:text" (agent/workers/output.h). Partial last lines are printed at EOF.
+// Bytes are passed through untouched.
 //
 // Threading: the io_context's single thread. Console writes are blocking writes.
 #pragma once
