@@ -68,10 +68,11 @@ struct AgentConfig {
   std::optional<std::set<int>> local_ranks_filter;  // unset = every local rank prints
   std::vector<int> signals_to_handle{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   // --log-line-prefix-template: the console prefix of each worker line, with ${role_name},
-  // ${local_rank}, ${rank} and ${hostname} (agent/output.h); empty = "[<role><local_rank>]:".
+  // ${local_rank}, ${rank} and ${hostname} (agent/workers/output.h); empty =
+  // "[<role><local_rank>]:".
   std::string log_line_prefix_template;
   // --duplicate-std{out,err}-filters: teed lines containing any of these are also appended to
-  // <attempt_dir>/filtered_std{out,err}.log (agent/output.h); empty = no such file.
+  // <attempt_dir>/filtered_std{out,err}.log (agent/workers/output.h); empty = no such file.
   std::vector<std::string> duplicate_stdout_filters;
   std::vector<std::string> duplicate_stderr_filters;
   // --numa-binding, and what it resolved to on this machine (launcher/numa_binding.h): the
@@ -81,7 +82,8 @@ struct AgentConfig {
   std::vector<std::vector<int>> cpu_affinity;
   std::vector<std::vector<int>> memory_nodes;
 
-  // Rendezvous (single node for now: c10d/standalone embedded, or static).
+  // Rendezvous: c10d (an embedded or standalone daemon), static, etcd; --standalone or one
+  // node: the job in this process.
   std::string rdzv_backend = "static";
   std::string rdzv_endpoint;  // host[:port]
   std::string run_id = "none";
@@ -112,7 +114,7 @@ struct AgentConfig {
   // this agent does not (it still logs the job's end and exit code).
   bool job_report_by_launcher = false;
   // Agents a launching ddprun started over ssh: the job secret is the first line of stdin
-  // (the launcher writes it there, so it is never in argv; agent/job_secret.h).
+  // (the launcher writes it there, so it is never in argv; agent/membership/job_secret.h).
   bool secret_from_stdin = false;
 };
 
