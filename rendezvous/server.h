@@ -1,9 +1,11 @@
 // The store server: a TCPStore-compatible listener (both PyTorch numberings) that
 // serves one in-memory Store, plus ddprun's native rendezvous requests (every job of a
 // rendezvous::membership::Registry, keyed by run id; rendezvous/framer.h, native_hub.h). Used by
-// the `ddp-rendezvous` daemon and embedded in ddprun agents: an agent that hosts the rendezvous
-// starts one on its own io_context and its RdzvClient connects to it like any other node's;
-// the worker store is a second Server that simply never sees native requests.
+// the `ddp-rendezvous` daemon and embedded in ddprun agents (and the launching ddprun of a
+// fan-out): an agent that hosts the rendezvous starts one on its own io_context and its
+// RdzvClient connects to it like any other node's; the worker store is a second Server that
+// simply never sees native requests (with the static backend the daemon is the workers' store
+// too).
 //
 // Every Server enforces ServerOptions::connections (rendezvous/connection_limits.h): caps per
 // peer and in total, checked as connections are accepted, and the first-request deadline.
