@@ -37,6 +37,10 @@ struct AgentConfig {
   // The worker command, fully resolved: for a .py program {python, "-u", prog, args...},
   // for -m {python, "-u", "-m", module, args...}, for --no-python {prog, args...}.
   std::vector<std::string> worker_argv;
+  // worker_argv[0] is a Python interpreter: the program runs under --python (or its default),
+  // or, with --no-python, argv[0]'s file name says python. Decides the stack hook and how
+  // reports name the program.
+  bool python_workers = false;
 
   int nproc_per_node = 1;           // workers on this node
   std::vector<int> gpu_ids;         // selected GPUs in order; empty = none / not GPU-bound

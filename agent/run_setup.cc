@@ -5,6 +5,7 @@
 
 #include "agent/workers/worker_args.h"
 #include "common/host_identity.h"
+#include "common/signal_name.h"
 
 namespace ddp::agent {
 
@@ -76,6 +77,10 @@ Result<RunSetup> prepare_run(const AgentConfig& config) {
   g.use_agent_store = true;
   g.gpu_ids = config.gpu_ids;
   g.virtual_local_rank = config.virtual_local_rank;
+  for (int sig : config.signals_to_handle) {
+    if (!g.signals_to_handle.empty()) g.signals_to_handle += ',';
+    g.signals_to_handle += signal_name(sig);
+  }
   const bool static_backend = config.rdzv_backend == "static" && !config.standalone;
   g.master_addr = static_backend ? config.master_addr
                                  : (config.local_addr.empty() ? "127.0.0.1" : config.local_addr);

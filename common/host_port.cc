@@ -53,7 +53,13 @@ Result<HostPort> parse_host_port(std::string_view text, BareIpv6 bare, std::uint
 
 std::string join_host_port(std::string_view host, std::uint16_t port) {
   const bool v6 = host.find(':') != std::string_view::npos;
-  return (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+  std::string out;  // appended piece by piece: "[" + string trips GCC 12's -Wrestrict (bug 105329)
+  if (v6) out += '[';
+  out += host;
+  if (v6) out += ']';
+  out += ':';
+  out += std::to_string(port);
+  return out;
 }
 
 }  // namespace ddp

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (invocation->action == ddp::launcher::Invocation::Action::kVersion) {
-    std::cout << "ddprun " << DDPRUN_VERSION << "\n";
+    std::cout << "ddprun " << DDPRUN_VERSION << " (commit " << DDPRUN_COMMIT << ")\n";
     return 0;
   }
   auto path = environment.env.find("PATH");

@@ -111,7 +111,10 @@ std::string cpu_list_text(const std::vector<int>& sorted_cpus) {
     while (j + 1 < sorted_cpus.size() && sorted_cpus[j + 1] == sorted_cpus[j] + 1) ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(sorted_cpus[i]);
-    if (j > i) out += "-" + std::to_string(sorted_cpus[j]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(sorted_cpus[j]);
+    }
     i = j + 1;
   }
   return out;

@@ -158,6 +158,7 @@ Status resolve_program(const RawOptions& raw, const LaunchEnvironment& environme
     return invalid_argument("--python has no effect with --no-python; drop one of them");
   }
   argv.insert(argv.end(), raw.program.begin(), raw.program.end());
+  out.config.python_workers = with_python || agent::runs_python(argv);
   auto local_rank = local_rank_argument(raw);
   if (!local_rank) return local_rank.status();
   if (!local_rank->empty()) {

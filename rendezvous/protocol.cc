@@ -14,10 +14,11 @@ constexpr std::array<Op, 13> kLegacyOps = {
     Op::kSet,      Op::kCompareSet, Op::kGet,       Op::kAdd,       Op::kCheck,
     Op::kWait,     Op::kGetNumKeys, Op::kWatchKey,  Op::kDeleteKey, Op::kAppend,
     Op::kMultiGet, Op::kMultiSet,   Op::kCancelWait};
-constexpr std::array<Op, 18> kModernOps = {
-    Op::kValidate,   Op::kSet,        Op::kCompareSet, Op::kGet,      Op::kAdd,      Op::kCheck,
-    Op::kWait,       Op::kGetNumKeys, Op::kDeleteKey,  Op::kAppend,   Op::kMultiGet, Op::kMultiSet,
-    Op::kCancelWait, Op::kPing,       Op::kQueuePush,  Op::kQueuePop, Op::kQueueLen, Op::kList};
+constexpr std::array<Op, 19> kModernOps = {
+    Op::kValidate, Op::kSet,      Op::kCompareSet, Op::kGet,       Op::kAdd,
+    Op::kCheck,    Op::kWait,     Op::kGetNumKeys, Op::kDeleteKey, Op::kAppend,
+    Op::kMultiGet, Op::kMultiSet, Op::kCancelWait, Op::kPing,      Op::kQueuePush,
+    Op::kQueuePop, Op::kQueueLen, Op::kList,       Op::kBarrier};
 
 constexpr char kModernPreamble[5] = {'\x00', '\xCE', '\xF7', '\x85', '\x3C'};
 
@@ -116,6 +117,7 @@ void read_args(Reader& r, Request& req) {
       r.key(req.key);
       break;
     case Op::kAdd:
+    case Op::kBarrier:
       r.key(req.key);
       r.value(req.delta);
       break;
@@ -181,6 +183,8 @@ std::string_view op_name(Op op) {
       return "QUEUE_LEN";
     case Op::kList:
       return "LIST";
+    case Op::kBarrier:
+      return "BARRIER";
   }
   return "?";
 }
@@ -276,6 +280,7 @@ std::optional<std::string> encode_request(Dialect dialect, const Request& req) {
       put_bytes(out, req.key);
       break;
     case Op::kAdd:
+    case Op::kBarrier:
       put_bytes(out, req.key);
       put_i64(out, req.delta);
       break;

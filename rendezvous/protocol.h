@@ -31,6 +31,7 @@
 //   QUEUE_POP     key                          i64 length before pop; if > 0 then vec
 //   QUEUE_LEN     key                          i64
 //   LIST          -                            i64 n, n x key str
+//   BARRIER       key, i64 world_size          u8 STOP_WAITING=0, once world_size arrived
 //
 //   query type byte   1.13 .. 2.1 (Legacy113)   >= 2.2 (Modern)
 //   VALIDATE          -                         0
@@ -39,6 +40,7 @@
 //   DELETE_KEY        8                         8
 //   APPEND .. CANCEL  9 .. 12 (2.0 and 2.1)     9 .. 12
 //   PING .. LIST      -                         13 .. 17
+//   BARRIER           -                         18 (2.14)
 //   0x80 .. 0xFF      reserved for ddprun's native rendezvous operations (no PyTorch
 //                     version uses them). This parser rejects them; the session's Framer
 //                     (framer.h) routes 0x80..0x8F to membership/wire.h before it is called.
@@ -120,8 +122,9 @@ enum class Op : std::uint8_t {
   kQueuePop,
   kQueueLen,
   kList,
+  kBarrier,
 };
-inline constexpr std::size_t kOpCount = static_cast<std::size_t>(Op::kList) + 1;
+inline constexpr std::size_t kOpCount = static_cast<std::size_t>(Op::kBarrier) + 1;
 
 // Reply codes of the one-byte replies.
 inline constexpr std::uint8_t kCheckReady = 0;
@@ -144,7 +147,7 @@ struct Request {
   std::string key{};                  // single-key ops
   std::string value{};                // SET, APPEND, QUEUE_PUSH value; COMPARE_SET expected
   std::string desired{};              // COMPARE_SET desired
-  std::int64_t delta = 0;             // ADD
+  std::int64_t delta = 0;             // ADD; BARRIER world_size
   std::uint32_t word = 0;             // VALIDATE magic, PING nonce
   std::vector<std::string> keys{};    // CHECK, WAIT, MULTI_GET, MULTI_SET
   std::vector<std::string> values{};  // MULTI_SET (same length as keys)

@@ -168,8 +168,11 @@ class ServerImpl final : public Server {
     const rendezvous::membership::Job* job = listener_->sessions->native.registry().find(run_id);
     if (job == nullptr || job->state() != rendezvous::membership::Job::State::kFinished)
       return std::nullopt;
-    return rendezvous::membership::JobFinished{job->exit_code(), job->finish_reason(),
-                                               job->root_cause()};
+    rendezvous::membership::JobFinished finished;
+    finished.exit_code = job->exit_code();
+    finished.reason = job->finish_reason();
+    finished.root_cause = job->root_cause();
+    return finished;
   }
 
   ServerStats stats() const override {

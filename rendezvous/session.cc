@@ -195,7 +195,8 @@ bool Session::handle_store(Request& request) {
   out_.append(deferred_);
   std::string().swap(deferred_);
   if (!ok) return false;
-  const bool parked = request.op == Op::kWait && reply.empty();  // answered by wait_satisfied
+  const bool parked = (request.op == Op::kWait || request.op == Op::kBarrier) && reply.empty();
+  // a parked one is answered by wait_satisfied
   if (!parked) put_store_reply(out_, reply);
   return true;
 }

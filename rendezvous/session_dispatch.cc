@@ -30,6 +30,15 @@ bool Session::handle(Request& req) {
       put_i64(out_, *total);
       break;
     }
+    case Op::kBarrier: {
+      auto complete = store.barrier(*this, req.key, req.delta);
+      if (!complete) {
+        close(complete.status().message(), true);
+        return false;
+      }
+      if (*complete) put_u8(out_, kStopWaiting);
+      break;
+    }
     case Op::kCheck:
       put_u8(out_, store.check(req.keys) ? kCheckReady : kCheckNotReady);
       break;

@@ -29,6 +29,11 @@ bool Store::exists(const std::string& key) const {
 }
 
 void Store::write(const std::string& key, std::string value) {
+  keep(key, std::move(value));
+  wake(key);
+}
+
+void Store::keep(const std::string& key, std::string value) {
   auto [it, created] = values_.try_emplace(key);
   data_bytes_ += value.size() + (created ? key.size() : 0);
   data_bytes_ -= it->second.size();
@@ -39,7 +44,6 @@ void Store::write(const std::string& key, std::string value) {
   } else {
     it->second = std::move(value);
   }
-  wake(key);
 }
 
 void Store::set(const std::string& key, std::string value) { write(key, std::move(value)); }
@@ -52,7 +56,7 @@ std::string Store::compare_set(const std::string& key, const std::string& expect
     write(key, desired);
     return desired;
   }
-  // Waiters only park on missing keys, so a present key has none to wake on a mismatch.
+  // A mismatch writes nothing and so wakes nobody (PyTorch's servers do the same).
   if (it->second == expected) write(key, std::move(desired));
   return values_.at(key);
 }
@@ -63,6 +67,24 @@ std::string Store::get(const std::string& key) const {
 }
 
 Result<std::int64_t> Store::add(const std::string& key, std::int64_t delta) {
+  auto total = sum(key, delta);
+  if (total) write(key, std::to_string(*total));
+  return total;
+}
+
+Result<bool> Store::barrier(Subscriber& who, const std::string& key, std::int64_t world_size) {
+  auto count = sum(key, 1);
+  if (!count) return count.status();
+  keep(key, std::to_string(*count));  // an arrival short of world_size wakes nobody
+  if (*count >= world_size) {
+    wake(key);
+    return true;
+  }
+  park(who, {key});
+  return false;
+}
+
+Result<std::int64_t> Store::sum(const std::string& key, std::int64_t delta) const {
   std::int64_t total = delta;
   auto it = values_.find(key);
   if (it != values_.end()) {
@@ -77,7 +99,6 @@ Result<std::int64_t> Store::add(const std::string& key, std::int64_t delta) {
       return invalid_argument("ADD on key '" + printable(key) + "' overflows a 64-bit integer");
     }
   }
-  write(key, std::to_string(total));
   return total;
 }
 
@@ -119,11 +140,15 @@ bool Store::wait(Subscriber& who, const std::vector<std::string>& keys) {
     }
   }
   if (waiter.missing.empty()) return true;
-  const WaiterId id = next_waiter_++;
-  for (const auto& k : waiter.missing) waiting_on_[k].push_back(id);
-  registrations_[&who].waits.push_back(id);
-  waiters_.emplace(id, std::move(waiter));
+  park(who, std::move(waiter.missing));
   return false;
+}
+
+void Store::park(Subscriber& who, std::vector<std::string> keys) {
+  const WaiterId id = next_waiter_++;
+  for (const auto& k : keys) waiting_on_[k].push_back(id);
+  registrations_[&who].waits.push_back(id);
+  waiters_.emplace(id, Waiter{&who, std::move(keys)});
 }
 
 void Store::forget_waiter(WaiterId id) {

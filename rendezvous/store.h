@@ -5,6 +5,7 @@
 // Semantics follow PyTorch's servers (1.13 legacy and the libuv server of >= 2.4); where the
 // legacy server is buggy we behave like libuv:
 //  - every write (SET, COMPARE_SET, ADD, APPEND, MULTI_SET) wakes the waiters of its key;
+//    a BARRIER arrival wakes them only when it completes the barrier;
 //  - GET of a missing key returns an empty value;
 //  - ADD stores ASCII decimal; ADD on a value that is not a decimal integer (or overflows)
 //    is an error, which closes the requesting connection.
@@ -53,12 +54,18 @@ class Store {
   void set(const std::string& key, std::string value);
   // Missing key: empty `expected` stores `desired` and returns it; otherwise nothing is
   // stored and `expected` is returned. Present key: stores `desired` when the value equals
-  // `expected`; returns the value now stored. Wakes the key's waiters either way.
+  // `expected`; returns the value now stored. A write wakes the key's waiters.
   std::string compare_set(const std::string& key, const std::string& expected, std::string desired);
   // The value, or empty for a missing key.
   std::string get(const std::string& key) const;
   // kInvalidArgument when the stored value is not a decimal integer or the sum overflows.
   Result<std::int64_t> add(const std::string& key, std::int64_t delta);
+  // BARRIER (PyTorch >= 2.14): counts one arrival at `key` (ASCII decimal, as ADD; the same
+  // error) and returns true once the count reaches `world_size`, waking every waiter of `key`.
+  // Before that it returns false and parks `who` on `key` as a WAIT: satisfied by the last
+  // arrival or by any other write to `key` (PyTorch's server does the same); CANCEL_WAIT drops
+  // it. An arrival short of `world_size` wakes nobody.
+  Result<bool> barrier(Subscriber& who, const std::string& key, std::int64_t world_size);
   void append(const std::string& key, std::string_view value);
   // Returns 1 when the key existed (and is now gone), else 0. Does not wake waiters.
   std::int64_t delete_key(const std::string& key);
@@ -103,6 +110,12 @@ class Store {
   };
 
   bool exists(const std::string& key) const;
+  // The value of `key` plus delta, as ADD checks it; stores nothing.
+  Result<std::int64_t> sum(const std::string& key, std::int64_t delta) const;
+  // Stores and notifies watchers; wakes no waiter (write() = keep() + wake()).
+  void keep(const std::string& key, std::string value);
+  // Parks a waiter of `who` on `keys`, each woken by the next write of that key.
+  void park(Subscriber& who, std::vector<std::string> keys);
   // A write made `key` exist: decrement its waiters, satisfy the complete ones.
   // `at_most_one` (QUEUE_PUSH) stops after the first waiter that the write touches.
   void wake(const std::string& key, bool at_most_one = false);

@@ -56,7 +56,10 @@ void NativeLink::connect() {
   client->connect(servers_.daemon_host(), servers_.daemon_port(), timeout,
                   [this, client, alive = life_.watch()](Status s) {
                     if (!alive) return client->close();
-                    if (!s) return connect_failed(std::move(s));
+                    if (!s) {
+                      closed_unanswered_ = false;
+                      return connect_failed(std::move(s));
+                    }
                     client_ = client;
                     if (rdzv_.secret) client_->use_secret(*rdzv_.secret);
                     send_join();
@@ -70,6 +73,14 @@ void NativeLink::connect_failed(Status s) {
   const std::string where = servers_.daemon_host() + ":" + std::to_string(rdzv_.port);
   if (retry_for_.count() == 0) return lost(Status(s.code(), unreachable_message(s.message())));
   if (Clock::now() + pause_ >= connect_deadline_) {
+    if (closed_unanswered_) {
+      return lost(Status(
+          ErrorCode::kTimeout,
+          where + " accepted every connection for " + std::to_string(retry_for_.count()) +
+              "ms but closed each rendezvous request unanswered: it is not a ddprun rendezvous "
+              "(a torchrun agent or another TCPStore server?); stop it and start ddprun there, "
+              "or point --rdzv-endpoint at a ddprun agent or ddp-rendezvous"));
+    }
     return lost(Status(ErrorCode::kTimeout,
                        unreachable_message("cannot reach the rendezvous at " + where + " for " +
                                            std::to_string(retry_for_.count()) +
@@ -115,6 +126,7 @@ void NativeLink::send_join() {
       // retry until the deadline (an etcd node meanwhile hears P/host change).
       client_->close();
       client_.reset();
+      closed_unanswered_ = true;
       return connect_failed(joined.status());
     }
     if (code == ErrorCode::kJobFinished && retries_connecting() &&

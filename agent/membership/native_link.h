@@ -76,6 +76,9 @@ class NativeLink final : public MembershipLink {
   Clock::time_point connect_deadline_;
   std::chrono::milliseconds pause_{50};
   bool announced_ = false;  // "not reachable yet" logged
+  // The last attempt connected and its JOIN was closed unanswered: a server that is not a ddprun
+  // rendezvous (a torchrun agent's store) does that to every attempt.
+  bool closed_unanswered_ = false;
   bool closed_ = false;
   Lifetime life_;
 };

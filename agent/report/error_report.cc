@@ -156,10 +156,10 @@ std::string format_failure_report(const std::string& name, const std::string& ho
   return os.str();
 }
 
-std::string program_name(const std::vector<std::string>& argv) {
+std::string program_name(const std::vector<std::string>& argv, bool python) {
   if (argv.empty()) return "worker";
   auto base = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
-  if (runs_python(argv)) {  // torchrun names the script
+  if (python) {  // torchrun names the script
 
     for (std::size_t i = 1; i < argv.size(); ++i) {
       if (argv[i] == "-m" && i + 1 < argv.size()) return argv[i + 1];

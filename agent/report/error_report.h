@@ -55,8 +55,8 @@ std::string format_failure_report(const std::string& name, const std::string& ho
                                   const std::vector<FailureRecord>& records,
                                   std::size_t root_index);
 
-// The program name for the report: for Python workers (runs_python) the script or -m module
+// The program name for the report: for Python workers the script or -m module
 // ("python -u x.py" -> "x.py"), else argv[0]'s file name.
-std::string program_name(const std::vector<std::string>& worker_argv);
+std::string program_name(const std::vector<std::string>& worker_argv, bool python);
 
 }  // namespace ddp::agent

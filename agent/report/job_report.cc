@@ -26,15 +26,15 @@ void LocalJobReport::job_finished(const rendezvous::membership::JobFinished& fin
   for (const auto& f : last->outcome.failures)
     records.push_back(failure_record(f, setup_, f.attempt));
   if (records.empty()) return;
-  print(format_failure_report(program_name(config_.worker_argv), setup_.hostname, records,
-                              root_cause_index(records)));
+  print(format_failure_report(program_name(config_.worker_argv, config_.python_workers),
+                              setup_.hostname, records, root_cause_index(records)));
 }
 
 void RootCauseReport::job_finished(const rendezvous::membership::JobFinished& finished,
                                    const WorkersResult*) {
   if (finished.root_cause && !config_.job_report_by_launcher) {
-    std::string table =
-        format_job_root_cause(program_name(config_.worker_argv), *finished.root_cause);
+    std::string table = format_job_root_cause(
+        program_name(config_.worker_argv, config_.python_workers), *finished.root_cause);
     if (!finished.reason.empty()) table += "job " + run_id_ + ": " + finished.reason + "\n";
     const auto& lines = finished.root_cause->diagnosis.last_lines;
     if (!lines.empty()) {

@@ -45,7 +45,7 @@ WorkerWatch::WorkerWatch(boost::asio::io_context& io, const AgentConfig& config,
       find_worker_(std::move(find_worker)),
       on_hung_(std::move(on_hung)),
       on_step_(std::move(on_step)),
-      python_(runs_python(config.worker_argv)) {}
+      python_(config.python_workers) {}
 
 WorkerWatch::~WorkerWatch() {
   watch_.reset();

@@ -9,8 +9,9 @@ constexpr const char* kHook =
     R"PY(# Written by ddprun for its Python workers (agent/python_stack_hook.h):
 #  - stacks: faulthandler dumps every thread's traceback into the agent's stack channel on
 #    DDPRUN_STACK_SIGNAL (only when the agent set DDPRUN_STACK_SIGNAL and DDPRUN_STACK_FILE);
-#  - PyTorch >= 2.2 built without libuv (Debian 13's 2.6): the worker's client of the agent's
-#    store is made with use_libuv=False, which torch's own code does not pass there.
+#  - PyTorch >= 2.2 built without libuv (Debian's 2.6 and 2.14): the worker's client of the
+#    agent's store is made with use_libuv=False, which torch's own code does not pass there;
+#  - PyTorch < 2.2: NCCL_ASYNC_ERROR_HANDLING from TORCH_NCCL_ASYNC_ERROR_HANDLING.
 def _ddprun_hooks():
     import faulthandler, fcntl, os, runpy, sys
     here = os.path.dirname(os.path.abspath(__file__))
@@ -55,26 +56,43 @@ class _DdprunRendezvousFinder(object):
 
 def _ddprun_patch_rendezvous(rdzv):
     # PyTorch >= 2.2: under TORCHELASTIC_USE_AGENT_STORE=True every rank makes a TCPStore client
-    # with TCPStore's default use_libuv=True, which a build without libuv refuses before it sends
-    # a byte. A client's use_libuv changes nothing on the wire, so on such a build (known from
-    # that refusal: a RuntimeError that is no DistError) the client is made with use_libuv=False.
-    # Everywhere else torch's own function runs, unchanged.
+    # with TCPStore's default use_libuv=True, which a build without libuv (Debian's) refuses
+    # before it sends a byte. On such a build the agent store's client is made with
+    # use_libuv=False (the same on the wire; only its queue calls are refused, as they are for
+    # every client of that build). Everywhere else torch's own function runs, unchanged.
     create = getattr(rdzv, "_create_c10d_store", None)
     if create is None or not hasattr(rdzv, "_get_use_libuv_from_query_dict"):
-        return  # PyTorch < 2.2: no use_libuv
-    libuv = [True]
+        # PyTorch < 2.2: no use_libuv, and NCCL reads only the old name of the setting the
+        # agent gives under its new name (as torchrun 2.x does).
+        import os
+        handling = os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING")
+        if handling is not None:
+            os.environ.setdefault("NCCL_ASYNC_ERROR_HANDLING", handling)
+        return
+    # Whether torch's own function would make the agent store's client: 2.14 asks that the
+    # endpoint be the agent's MASTER_ADDR:MASTER_PORT too; earlier releases only the flag.
+    serves = getattr(rdzv, "_agent_store_serves", None)
+    libuv = []  # [whether this build has libuv], once known
+
+    def has_libuv():
+        # Only a server tells without a peer: a build without libuv refuses use_libuv=True at
+        # once. Asked once per process, on a loopback port of its own that is closed at once.
+        if not libuv:
+            try:
+                rdzv.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                              use_libuv=True)
+                libuv.append(True)
+            except Exception:  # noqa: BLE001 - no libuv, or no loopback: the legacy client
+                libuv.append(False)
+        return libuv[0]
 
     def _create_c10d_store(hostname, port, rank, world_size, timeout, *args, **kwargs):
-        if not rdzv._torchelastic_use_agent_store():
+        agent_store = (serves(hostname, port) if serves is not None
+                       else rdzv._torchelastic_use_agent_store())
+        if not agent_store or has_libuv():
             return create(hostname, port, rank, world_size, timeout, *args, **kwargs)
-        if libuv[0]:
-            try:
-                return create(hostname, port, rank, world_size, timeout, *args, **kwargs)
-            except RuntimeError as e:
-                import torch.distributed as dist
-                if isinstance(e, getattr(dist, "DistError", ())):
-                    raise
-            libuv[0] = False
+        if not 0 <= port < 2**16:
+            raise ValueError("port must have value from 0 to 65535 but was %d." % port)
         return rdzv.TCPStore(host_name=hostname, port=port, world_size=world_size,
                              is_master=False, timeout=timeout, use_libuv=False)
 

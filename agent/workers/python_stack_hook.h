@@ -4,15 +4,16 @@
 //    or torchrun's file timer) it registers faulthandler for that signal, writing every thread's
 //    traceback to that FIFO; a worker whose FIFO is gone, or without those variables, is left
 //    alone;
-//  - a PyTorch >= 2.2 built without libuv (Debian 13's 2.6): torch makes the worker's client of
-//    the agent's store with use_libuv=True, which such a build refuses; the hook patches
+//  - PyTorch >= 2.2 makes the worker's client of the agent's store with use_libuv=True, which a
+//    build without libuv (Debian's 2.6 and 2.14) refuses; the hook patches
 //    torch.distributed.rendezvous as it is imported (an import finder; torch is never imported
-//    by the hook) so that, after that refusal, the client is made with use_libuv=False. On other
-//    builds torch's code runs unchanged (docs/pytorch2.md).
+//    by the hook) so that on such a build, told by a loopback server it starts once with
+//    use_libuv=True, this one client is made with use_libuv=False (docs/pytorch2.md); before
+//    2.2, where there is no use_libuv, it copies TORCH_NCCL_ASYNC_ERROR_HANDLING to
+//    NCCL_ASYNC_ERROR_HANDLING, the only name that NCCL reads there.
 // It then runs the user's own sitecustomize.py if one is further down the path.
 //
-// Every Python worker gets the hook (a program named python*, or a wrapper with python in its
-// name).
+// Every Python worker gets the hook (AgentConfig::python_workers).
 #pragma once
 
 #include <filesystem>

@@ -12,9 +12,8 @@
 
 namespace ddp::agent {
 
-// Whether the workers are Python: argv[0]'s file name contains "python" (python3, python3.11,
-// or a wrapper named so: a venv's, scripts/torch2-python). Decides the stack hook and how
-// reports name the program.
+// Whether a command given with --no-python is Python all the same: argv[0]'s file name contains
+// "python" (python3, python3.11, a venv's). AgentConfig::python_workers is what decides.
 bool runs_python(const std::vector<std::string>& argv);
 
 // The macro torchrun substitutes (torch.distributed.elastic.utils.api.macros.local_rank).

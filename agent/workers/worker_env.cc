@@ -43,8 +43,9 @@ EnvMap make_worker_env(const EnvMap& base, const GroupContext& group, int local_
   env["TORCHELASTIC_RUN_ID"] = group.run_id;
   env["TORCHELASTIC_USE_AGENT_STORE"] = group.use_agent_store ? "True" : "False";
   env["TORCHELASTIC_ERROR_FILE"] = error_file;
-  // torch 1.13 reads NCCL_ASYNC_ERROR_HANDLING; >= 2.2 reads the TORCH_ name.
-  env.try_emplace("NCCL_ASYNC_ERROR_HANDLING", "1");
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = group.signals_to_handle;
+  // As torchrun 2.x: only the TORCH_ name (>= 2.2 warns about the old one). A worker on an
+  // older torch gets the old name from the Python hook or the worker SDK.
   env.try_emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
   // The literals below are assigned as std::string temporaries (move assignment): assigning a
   // const char* inlines basic_string::_M_replace, where GCC 12 reports a -Wrestrict false

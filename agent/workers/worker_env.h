@@ -1,5 +1,5 @@
-// The environment of one worker, as torchrun (torch 1.13 local_elastic_agent.py, plus the
-// TORCH_-prefixed NCCL name newer releases use) gives it. A pure function: no I/O, no
+// The environment of one worker, as torchrun 2.14 gives it (torchrun 1.13's, with the NCCL
+// setting under its TORCH_ name and TORCHELASTIC_SIGNALS_TO_HANDLE). A pure function: no I/O, no
 // globals; the caller passes the agent's own environment in.
 #pragma once
 
@@ -30,11 +30,13 @@ struct GroupContext {
   // torchrun's --virtual-local-rank. Empty: CUDA_VISIBLE_DEVICES is left as inherited.
   std::vector<int> gpu_ids;
   bool virtual_local_rank = false;
+  // TORCHELASTIC_SIGNALS_TO_HANDLE, as torchrun >= 2.9 sets it: "SIGTERM,SIGINT,SIGHUP,SIGQUIT".
+  std::string signals_to_handle;
 };
 
 // base: the agent's environment. error_file: this worker's TORCHELASTIC_ERROR_FILE.
-// Variables the agent owns overwrite inherited ones; OMP_NUM_THREADS,
-// NCCL_ASYNC_ERROR_HANDLING and TORCH_NCCL_ASYNC_ERROR_HANDLING keep an inherited value.
+// Variables the agent owns overwrite inherited ones; OMP_NUM_THREADS and
+// TORCH_NCCL_ASYNC_ERROR_HANDLING keep an inherited value.
 EnvMap make_worker_env(const EnvMap& base, const GroupContext& group, int local_rank,
                        const std::string& error_file);
 

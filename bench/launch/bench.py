@@ -2,7 +2,7 @@
 
 usage: bench.py DDPRUN [--repeats N] [--peers 2.6,1.13]
 --peers: which torchruns to run beside ddprun (default both): 2.6 is Debian 13's python3-torch
-in the root scripts/torch2_root.sh makes, run through scripts/torch2-python (a chroot: three
+in the root scripts/debian_root.sh makes, run through scripts/torch2-python (a chroot: three
 execs before Python starts) and torchrun2_compat.py (the build has no libuv); 1.13 is the
 host's python3-torch through torchrun_compat.py (Python 3.11 fix). Both with
 --monitor_interval 0.1.

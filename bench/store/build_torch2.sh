@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds the store benchmark's PyTorch programs (torch_store_server, store_load) against
-# LibTorch 2.6 inside the Debian 13 root that scripts/torch2_root.sh makes (binaries built on
+# LibTorch 2.6 inside the Debian 13 root that scripts/debian_root.sh makes (binaries built on
 # the host do not run there, and the host has only LibTorch 1.13). The root must have this
-# checkout bound at its own path (run scripts/torch2_root.sh from this checkout once).
+# checkout bound at its own path (run scripts/debian_root.sh from this checkout once).
 #   bench/store/build_torch2.sh OUT_DIR     (then OUT_DIR/torch_store_server, OUT_DIR/store_load)
 # Rebuilds a program only when its source is newer. g++ directly: two programs of one file each
 # do not need the project's CMake set-up (Boost, CLI11) in the root.
@@ -14,7 +14,7 @@ repo=$(cd "$src/../.." && pwd -P)
 mkdir -p "$1"
 out=$(cd "$1" && pwd -P)
 [ -d "$ROOT$repo/bench" ] || {
-  echo "build_torch2.sh: $ROOT$repo is not this checkout: run scripts/torch2_root.sh from it" >&2
+  echo "build_torch2.sh: $ROOT$repo is not this checkout: run scripts/debian_root.sh from it" >&2
   exit 1
 }
 for prog in torch_store_server store_load; do

@@ -11,7 +11,7 @@
 #
 # PEERS: the PyTorch versions whose server runs beside ddp-rendezvous, one after the other.
 #   1.13: the host's LibTorch (server and store_load clients built with the project).
-#   2.6: Debian 13's LibTorch in the root scripts/torch2_root.sh makes (run it from this
+#   2.6: Debian 13's LibTorch in the root scripts/debian_root.sh makes (run it from this
 #     checkout once); bench/store/build_torch2.sh builds the server and store_load there, into
 #     BUILD_DIR/torch2. That build has no libuv: its server is c10d's non-libuv TCPStoreBackend.
 #     Its clients are 2.6's: 1.13 clients cannot talk to a 2.x server (2.x numbers VALIDATE 0,

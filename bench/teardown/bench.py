@@ -7,7 +7,7 @@ rendezvous on node a, 2 nodes x 2 workers, --max-restarts 0.
 usage: bench.py DDPRUN [--repeats N] [--torchrun-repeats M] [--cap SECONDS] [--no-torchrun]
                 [--peers 2.6,1.13]
 --peers: the torchruns run after ddprun (default both): 2.6 is Debian 13's python3-torch in the
-root scripts/torch2_root.sh makes, through scripts/torch2-python and
+root scripts/debian_root.sh makes, through scripts/torch2-python and
 bench/launch/torchrun2_compat.py (that build has no libuv); 1.13 the host's, through
 bench/launch/torchrun_compat.py.
 

@@ -4,7 +4,7 @@
 # workers, same batch size, data size and threads (OMP_NUM_THREADS=1 per worker). Launch time
 # is not measured: samples/s comes from rank 0's per-epoch lines.
 # PEERS (default "2.6 1.13") chooses the Python DDP peers:
-#   2.6: Debian 13's python3-torch in the root scripts/torch2_root.sh makes, torchrun 2.6 through
+#   2.6: Debian 13's python3-torch in the root scripts/debian_root.sh makes, torchrun 2.6 through
 #     scripts/torch2-python and bench/launch/torchrun2_compat.py (that build has no libuv); its
 #     workers get TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 USE_LIBUV=0 (rank 0 hosts their store
 #     without libuv; their agent-store client would ask for libuv and fail).

@@ -3,11 +3,11 @@
 // and how it ended.
 #include "agent/agent_machine.h"
 
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <optional>
 
 #include "tests/agent/fake_mechanisms.h"
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

@@ -1,8 +1,9 @@
 #include "agent/run_setup.h"
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
+
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {
@@ -33,6 +34,7 @@ TEST_CASE("run setup: paths, run id and per-attempt launch specs", "[run_setup]"
   CHECK(env.contains("RANK=1"));
   CHECK(env.contains("MASTER_PORT=4242"));
   CHECK(env.contains("TORCHELASTIC_MAX_RESTARTS=3"));
+  CHECK(env.contains("TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT"));
   CHECK(env.contains("TORCHELASTIC_ERROR_FILE=" + setup->error_file(2, 1).string()));
   std::filesystem::remove_all(dir);
 }

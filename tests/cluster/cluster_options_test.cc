@@ -2,10 +2,10 @@
 // what the scheduler's environment changes (a multi-node allocation's topology), explicit flags
 // winning, and the fan-out plans of multi-node launches from one process (ssh, --launcher pbs).
 #include <algorithm>
-#include <catch2/catch.hpp>
 
 #include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
+#include "tests/catch.h"
 
 using namespace ddp::launcher;
 using Kind = LaunchPlan::Kind;

@@ -1,7 +1,7 @@
 // Slurm host-list expansion: the forms Slurm writes, and clear errors for everything else.
 #include "launcher/cluster/host_list.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 using ddp::launcher::cluster::expand_host_list;
 using Hosts = std::vector<std::string>;

@@ -1,9 +1,8 @@
 // --hosts and --hostfile parsing.
 #include "launcher/cluster/host_spec.h"
 
-#include <catch2/catch.hpp>
-
 #include "launcher/cluster/host_match.h"
+#include "tests/catch.h"
 
 using namespace ddp::launcher::cluster;
 

@@ -1,8 +1,7 @@
 // PBS: node files, this node's rank, flavor detection and the pbsdsh command lines.
-#include <catch2/catch.hpp>
-
 #include "launcher/cluster/pbs_launch.h"
 #include "launcher/cluster/pbs_nodefile.h"
+#include "tests/catch.h"
 
 using namespace ddp::launcher::cluster;
 

@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +12,7 @@
 #include "launcher/cluster/ssh_command.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
+#include "tests/catch.h"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;

@@ -6,8 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <string>
+
+#include "tests/catch.h"
 
 namespace ddp::launcher::cluster::testing {
 

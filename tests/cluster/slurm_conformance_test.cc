@@ -4,13 +4,13 @@
 // Skipped with a warning where scontrol is not installed.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "launcher/cluster/host_list.h"
 #include "launcher/cluster/shell_quote.h"
+#include "tests/catch.h"
 #include "tests/cluster/run_shell.h"
 #include "tests/skip.h"
 

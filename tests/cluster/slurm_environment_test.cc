@@ -1,7 +1,7 @@
 // Slurm environment derivation: which list, rank, run id and GPUs a node gets.
 #include "launcher/cluster/slurm_environment.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 using namespace ddp::launcher::cluster;
 

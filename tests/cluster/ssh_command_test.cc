@@ -5,12 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "launcher/cluster/shell_quote.h"
+#include "tests/catch.h"
 #include "tests/cluster/run_shell.h"
 #include "tests/skip.h"
 

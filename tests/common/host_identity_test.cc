@@ -1,8 +1,9 @@
 // The host name and random run ids.
 #include "common/host_identity.h"
 
-#include <catch2/catch.hpp>
 #include <regex>
+
+#include "tests/catch.h"
 
 namespace ddp {
 namespace {

@@ -1,7 +1,7 @@
 // HOST[:PORT]: names, IPv4, [IPv6]:PORT, bare IPv6 where allowed, port ranges.
 #include "common/host_port.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 using namespace ddp;
 

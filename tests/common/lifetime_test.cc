@@ -1,8 +1,9 @@
 #include "common/lifetime.h"
 
-#include <catch2/catch.hpp>
 #include <functional>
 #include <memory>
+
+#include "tests/catch.h"
 
 namespace ddp {
 namespace {

@@ -1,8 +1,9 @@
 // Signal and exit-code names, as the root-cause table and every warning print them.
 #include "common/signal_name.h"
 
-#include <catch2/catch.hpp>
 #include <csignal>
+
+#include "tests/catch.h"
 
 namespace ddp {
 namespace {

@@ -1,6 +1,6 @@
 #include "common/status.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 using ddp::ErrorCode;
 using ddp::Result;

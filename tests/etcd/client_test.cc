@@ -5,11 +5,11 @@
 // Designated initializers leave the other fields at their defaults on purpose.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
 
 #include "etcd/watch.h"
+#include "tests/catch.h"
 #include "tests/etcd/etcd_cluster.h"
 #include "tests/etcd/etcd_test_util.h"
 

@@ -1,9 +1,8 @@
 // The pure parts of the etcd client: base64, gateway integers, prefixes, endpoint lists.
 #include "etcd/codec.h"
 
-#include <catch2/catch.hpp>
-
 #include "etcd/endpoints.h"
+#include "tests/catch.h"
 
 namespace ddp::etcd {
 

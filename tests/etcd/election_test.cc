@@ -3,9 +3,8 @@
 // and wins the next campaign, with a later fence.
 #include "etcd/election.h"
 
-#include <catch2/catch.hpp>
-
 #include "etcd/session.h"
+#include "tests/catch.h"
 #include "tests/etcd/etcd_cluster.h"
 #include "tests/etcd/etcd_test_util.h"
 

@@ -2,9 +2,9 @@
 // while kept alive; its loss is told once, as an expired lease or as an unreachable etcd.
 #include "etcd/session.h"
 
-#include <catch2/catch.hpp>
 #include <csignal>
 
+#include "tests/catch.h"
 #include "tests/etcd/etcd_cluster.h"
 #include "tests/etcd/etcd_test_util.h"
 

@@ -2,9 +2,8 @@
 // processes; and the local address towards a host from the kernel's routing table.
 #include "launcher/fanout/command_runs.h"
 
-#include <catch2/catch.hpp>
-
 #include "launcher/fanout/local_address.h"
+#include "tests/catch.h"
 
 using namespace std::chrono_literals;
 

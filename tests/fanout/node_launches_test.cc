@@ -2,10 +2,9 @@
 // for both PBS flavors, parsed from real command lines.
 #include "launcher/fanout/node_launches.h"
 
-#include <catch2/catch.hpp>
-
 #include "launcher/cluster/shell_quote.h"
 #include "launcher/gpu_inventory.h"
+#include "tests/catch.h"
 
 using namespace ddp;
 using namespace ddp::launcher;

@@ -4,8 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <string>
+
+#include "tests/catch.h"
 
 using ddp::proc::StreamId;
 

@@ -72,6 +72,9 @@ void apply(Store& store, NullSubscriber& who, Request& r) {
     case Op::kList:
       store.list_keys();
       break;
+    case Op::kBarrier:
+      (void)store.barrier(who, r.key, r.delta);
+      break;
     default:
       break;
   }

@@ -3,11 +3,11 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "launcher/gpu_inventory.h"
+#include "tests/catch.h"
 
 using namespace ddp::launcher;
 using Cvd = std::optional<std::string>;

@@ -4,13 +4,13 @@
 // has two L3 core complexes ({0,1} and {2,3}), every other node one.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "launcher/numa_binding.h"
 #include "launcher/numa_placement.h"
 #include "launcher/numa_topology.h"
+#include "tests/catch.h"
 
 namespace ddp::launcher {
 namespace {

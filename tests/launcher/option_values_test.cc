@@ -1,8 +1,9 @@
 // Pure value parsers: nnodes, streams, id lists, signals, rendezvous conf, endpoints.
 #include "launcher/option_values.h"
 
-#include <catch2/catch.hpp>
 #include <csignal>
+
+#include "tests/catch.h"
 
 using namespace ddp::launcher;
 using ddp::agent::Streams;

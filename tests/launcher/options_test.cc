@@ -1,8 +1,8 @@
 // The command line: spellings, defaults, PET_* fallbacks, program arguments, worker command.
-#include <catch2/catch.hpp>
 #include <csignal>
 
 #include "launcher/raw_options.h"
+#include "tests/catch.h"
 #include "tests/launcher/options_test_util.h"
 
 using namespace ddp::launcher;
@@ -247,6 +247,12 @@ TEST_CASE("worker command for .py and -m and --no-python and the Python choice",
   CHECK(ok({"x.py"}, both).config.worker_argv[0] == "/a/python");
   CHECK(ok({"--python", "/c/python", "x.py"}, both).config.worker_argv[0] == "/c/python");
   CHECK(ok({"x.py"}, {.env = {{"PYTHON_EXEC", "/b/python"}}}).config.worker_argv[0] == "/b/python");
+
+  // The interpreter is Python whatever its file is called; --no-python only by argv[0]'s name.
+  CHECK(ok({"--python", "/opt/envs/py", "x.py"}).config.python_workers);
+  CHECK(ok({"-m", "pkg"}).config.python_workers);
+  CHECK_FALSE(native.config.python_workers);
+  CHECK(ok({"--no-python", "/usr/bin/python3", "x.py"}).config.python_workers);
 }
 
 TEST_CASE("torch.distributed.launch scripts: --local-rank-arg and --use-env", "[launcher]") {

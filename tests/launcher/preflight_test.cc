@@ -3,9 +3,10 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+
+#include "tests/catch.h"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;

@@ -1,8 +1,9 @@
 // `ddprun status`: its arguments and the table it prints from the status port's JSON.
 #include "launcher/status_command.h"
 
-#include <catch2/catch.hpp>
 #include <sstream>
+
+#include "tests/catch.h"
 
 using namespace ddp::launcher;
 

@@ -1,6 +1,5 @@
 // --nproc-per-node gpu|cpu|auto, --gpu-ids and --virtual-local-rank through the whole parser.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/launcher/options_test_util.h"
 
 using namespace ddp::launcher;

@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +17,8 @@
 #include <functional>
 #include <iterator>
 #include <string>
+
+#include "tests/catch.h"
 
 namespace ddp::proc {
 namespace {

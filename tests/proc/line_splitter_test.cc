@@ -1,8 +1,9 @@
 #include "proc/line_splitter.h"
 
-#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
+
+#include "tests/catch.h"
 
 namespace ddp::proc {
 namespace {

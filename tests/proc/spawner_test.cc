@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +18,8 @@
 #include <functional>
 #include <map>
 #include <string>
+
+#include "tests/catch.h"
 
 namespace ddp::proc {
 namespace {

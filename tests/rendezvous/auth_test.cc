@@ -4,7 +4,6 @@
 // Gate's decisions.
 #include "rendezvous/auth/auth.h"
 
-#include <catch2/catch.hpp>
 #include <optional>
 #include <string>
 
@@ -13,6 +12,7 @@
 #include "rendezvous/framer.h"
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/protocol.h"
+#include "tests/catch.h"
 
 namespace ddp::rendezvous::auth {
 namespace {

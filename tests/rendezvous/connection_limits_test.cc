@@ -3,12 +3,12 @@
 // validation.
 #include "rendezvous/connection_limits.h"
 
-#include <catch2/catch.hpp>
 #include <chrono>
 
 #include "rendezvous/admission.h"
 #include "rendezvous/refusal_log.h"
 #include "rendezvous/store_allow.h"
+#include "tests/catch.h"
 
 namespace ip = boost::asio::ip;
 using namespace ddp::rendezvous;

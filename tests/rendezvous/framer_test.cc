@@ -4,12 +4,12 @@
 // byte layout membership_test pins down).
 #include "rendezvous/framer.h"
 
-#include <catch2/catch.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "rendezvous/membership/wire.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/wire_bytes.h"
 
 namespace ddp::rendezvous {

@@ -3,7 +3,6 @@
 // daemon of a ddprun host) and on a job registered by its first JOIN (trust on first use);
 // wrong and missing secrets are refused with kUnauthenticated and the job goes on untouched;
 // a store query on an authenticated connection still works.
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -15,6 +14,7 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/run_until.h"
 
 namespace ddp::rendezvous {

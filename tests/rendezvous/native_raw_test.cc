@@ -4,7 +4,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -12,6 +11,7 @@
 #include "rendezvous/framer.h"
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/server.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/wire_bytes.h"
 
 namespace ddp::rendezvous {

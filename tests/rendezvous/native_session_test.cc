@@ -3,7 +3,6 @@
 // that same io_context: one thread, real loopback sockets, no other process.
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -14,6 +13,7 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/run_until.h"
 
 namespace ddp::rendezvous {

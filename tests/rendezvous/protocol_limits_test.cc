@@ -1,10 +1,10 @@
 // Limits are enforced from the declared lengths alone, before any allocation for them.
 #include <atomic>
-#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <new>
 
 #include "rendezvous/protocol.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/wire_bytes.h"
 
 // Counts the bytes this test binary allocates, so a test can bound what a parse allocated.

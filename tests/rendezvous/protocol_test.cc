@@ -2,10 +2,10 @@
 // bytes, round trips, and incomplete input at every split point.
 #include "rendezvous/protocol.h"
 
-#include <catch2/catch.hpp>
 #include <utility>
 #include <vector>
 
+#include "tests/catch.h"
 #include "tests/rendezvous/wire_bytes.h"
 
 namespace ddp::rendezvous {
@@ -79,6 +79,7 @@ std::vector<Case> all_cases() {
   c.push_back({modern, {.op = Op::kQueuePop, .key = "q"}, byte(15) + str("q")});
   c.push_back({modern, {.op = Op::kQueueLen, .key = "q"}, byte(16) + str("q")});
   c.push_back({modern, {.op = Op::kList}, byte(17)});
+  c.push_back({modern, {.op = Op::kBarrier, .key = "b", .delta = 4}, byte(18) + str("b") + u64(4)});
   return c;
 }
 
@@ -121,6 +122,7 @@ TEST_CASE("a query is incomplete at every split point", "[protocol]") {
 TEST_CASE("ops exist only in their own numbering", "[protocol]") {
   CHECK_FALSE(encode_request(Dialect::kLegacy113, {.op = Op::kValidate}).has_value());
   CHECK_FALSE(encode_request(Dialect::kLegacy113, {.op = Op::kList}).has_value());
+  CHECK_FALSE(encode_request(Dialect::kLegacy113, {.op = Op::kBarrier}).has_value());
   CHECK_FALSE(encode_request(Dialect::kModern, {.op = Op::kWatchKey}).has_value());
   CHECK(wire_code(Dialect::kLegacy113, Op::kDeleteKey) == 8);
   CHECK(wire_code(Dialect::kModern, Op::kDeleteKey) == 8);

@@ -3,7 +3,6 @@
 // on_disconnect; a live daemon holding a parked WAIT is not. One thread, loopback sockets.
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -13,6 +12,7 @@
 #include "rendezvous/membership/messages.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
+#include "tests/catch.h"
 
 namespace ddp::rendezvous {
 namespace {

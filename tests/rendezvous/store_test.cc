@@ -1,8 +1,7 @@
 // Store semantics without I/O: values, COMPARE_SET, ADD, deletes, lists, queues, watches.
 #include "rendezvous/store.h"
 
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/fake_subscriber.h"
 
 namespace ddp::rendezvous {

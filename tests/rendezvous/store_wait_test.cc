@@ -1,8 +1,7 @@
 // Parked WAITs: woken by the write that completes them, cancellable, dropped with the
 // connection; QUEUE_PUSH wakes one waiter.
-#include <catch2/catch.hpp>
-
 #include "rendezvous/store.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/fake_subscriber.h"
 
 namespace ddp::rendezvous {
@@ -107,6 +106,44 @@ TEST_CASE("QUEUE_PUSH wakes one waiter per push", "[store][wait][queue]") {
   s.queue_push("q", "2");
   CHECK(a.satisfied == 1);
   CHECK(b.satisfied == 1);
+}
+
+TEST_CASE("BARRIER: the last of world_size arrivals releases every one", "[store][wait][barrier]") {
+  Store s;
+  FakeSubscriber a, b, c, w;
+  CHECK_FALSE(s.wait(w, {"other"}));
+  CHECK(s.barrier(a, "b", 3).value() == false);
+  CHECK(s.barrier(b, "b", 3).value() == false);  // a second arrival wakes nobody
+  CHECK(a.satisfied == 0);
+  CHECK(s.get("b") == "2");
+  CHECK(s.parked_waits() == 3);
+  CHECK(s.barrier(c, "b", 3).value() == true);  // the last is answered at once
+  CHECK(a.satisfied == 1);
+  CHECK(b.satisfied == 1);
+  CHECK(c.satisfied == 0);
+  CHECK(w.satisfied == 0);
+  CHECK(s.get("b") == "3");
+  CHECK(s.parked_waits() == 1);
+  CHECK(s.barrier(a, "b", 3).value() == true);  // past world_size: through at once
+}
+
+TEST_CASE("BARRIER: another write of its key releases it, CANCEL_WAIT drops it, text fails",
+          "[store][wait][barrier]") {
+  Store s;
+  FakeSubscriber a, b;
+  CHECK(s.barrier(a, "k", 5).value() == false);
+  s.set("k", "1");  // as PyTorch's server: any write of the key wakes its waiters
+  CHECK(a.satisfied == 1);
+  CHECK(s.barrier(b, "k", 5).value() == false);
+  CHECK(s.get("k") == "2");
+  CHECK(s.cancel_waits(b) == 1);
+  CHECK(s.parked_waits() == 0);
+  s.set("t", "text");
+  auto bad = s.barrier(a, "t", 2);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(s.get("t") == "text");
+  CHECK(s.parked_waits() == 0);
 }
 
 }  // namespace

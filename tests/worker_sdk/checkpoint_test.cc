@@ -6,12 +6,12 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "ddp/data_parallel.h"
 #include "ddp/state_dict.h"
 #include "rank_threads.h"
+#include "tests/catch.h"
 
 namespace {
 

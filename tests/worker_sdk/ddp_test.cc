@@ -1,12 +1,12 @@
 // DistributedDataParallel against single-process training, with ranks as threads over Gloo.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <mutex>
 
 #include "ddp/collectives.h"
 #include "ddp/data_parallel.h"
 #include "rank_threads.h"
+#include "tests/catch.h"
 
 namespace {
 

@@ -2,11 +2,12 @@
 
 #include <c10/util/Exception.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "tests/catch.h"
 
 namespace {
 

@@ -1,8 +1,9 @@
 // tune_host_allocator: applied by default, and the user's own malloc settings win.
 #include "ddp/host_allocator.h"
 
-#include <catch2/catch.hpp>
 #include <map>
+
+#include "tests/catch.h"
 
 namespace ddp {
 namespace {

@@ -4,7 +4,6 @@
 
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <future>
 #include <mutex>
@@ -13,6 +12,7 @@
 #include "ddp/buffer_sync.h"
 #include "ddp/collectives.h"
 #include "rank_threads.h"
+#include "tests/catch.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // Mixed precision: the autocast guard, and gradients exchanged as bfloat16 with float32 sums.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <mutex>
 
 #include "ddp/autocast.h"
 #include "ddp/data_parallel.h"
 #include "rank_threads.h"
+#include "tests/catch.h"
 
 namespace {
 

@@ -4,11 +4,12 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "tests/catch.h"
 
 namespace {
 

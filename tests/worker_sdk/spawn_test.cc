@@ -1,7 +1,7 @@
 // ddp::spawn's arithmetic (the processes themselves: tests/integration/worker_sdk).
 #include "ddp/spawn.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 TEST_CASE("spawn topology: world = nodes x gpus, ranks start at nr x gpus") {
   auto t = ddp::spawn_topology({.nprocs = 4, .nodes = 3, .node_rank = 2});

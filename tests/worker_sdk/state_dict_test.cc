@@ -5,9 +5,9 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "tests/catch.h"
 #include "worker_sdk/src/pickle_rewrite.h"
 
 namespace {

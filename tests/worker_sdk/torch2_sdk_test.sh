@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the worker SDK and its unit tests against LibTorch 2.x in the Debian 13 root
-# (scripts/torch2_root.sh) and runs them there. CTest runs it (tests/worker_sdk/CMakeLists.txt).
+# (scripts/debian_root.sh) and runs them there. CTest runs it (tests/worker_sdk/CMakeLists.txt).
 #
 #   torch2_sdk_test.sh SOURCE_DIR BUILD_DIR CATCH_HEADER
 #   torch2_sdk_test.sh --nccl SOURCE_DIR BUILD_DIR CUDA_ROOT
@@ -24,7 +24,7 @@ skip() {
 }
 
 [[ -f $ROOT/usr/include/torch/csrc/api/include/torch/version.h && -x $ROOT/usr/bin/cmake ]] ||
-  skip "no Debian 13 root with libtorch-dev and cmake at $ROOT (scripts/torch2_root.sh makes it)"
+  skip "no Debian 13 root with libtorch-dev and cmake at $ROOT (scripts/debian_root.sh makes it)"
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then
   sudo -n true 2>/dev/null || skip "chroot needs root or password-less sudo"
@@ -33,7 +33,7 @@ fi
 mkdir -p "$build/catch2/catch2" "$build/cuda" || exit 1
 # The same folder inside and out: the checkout (or /tmp) is bound into the root at its own path.
 [[ $ROOT$build -ef $build && $ROOT$src -ef $src ]] ||
-  skip "$src or $build is not bound into $ROOT (run scripts/torch2_root.sh from this checkout)"
+  skip "$src or $build is not bound into $ROOT (run scripts/debian_root.sh from this checkout)"
 in_root() { $SUDO chroot --userspec="$(id -u):$(id -g)" "$ROOT" /usr/bin/env -C "$build" "$@"; }
 
 if ((nccl)); then

@@ -2,8 +2,9 @@
 
 #include <torch/version.h>
 
-#include <catch2/catch.hpp>
 #include <map>
+
+#include "tests/catch.h"
 
 namespace {
 

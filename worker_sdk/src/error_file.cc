@@ -105,8 +105,9 @@ void terminate_handler() {
 }
 
 // c10::Error::backtrace(): a string up to LibTorch 2.1, a shared pointer to a lazily symbolized
-// string (c10::Backtrace, may be null) since 2.2. Overloads rather than a version test.
-std::string backtrace_text(const std::string& text) { return text; }
+// string (c10::Backtrace, may be null) since 2.2. Overloads rather than a version test (so one
+// of them is unused on each version).
+[[maybe_unused]] std::string backtrace_text(const std::string& text) { return text; }
 template <typename Lazy>
 std::string backtrace_text(const std::shared_ptr<Lazy>& lazy) {
   return lazy ? lazy->get() : std::string();

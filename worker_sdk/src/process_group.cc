@@ -248,6 +248,13 @@ Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options) {
 #ifdef DDP_WITH_NCCL
       // One GPU per local rank, as with torchrun: cuda:LOCAL_RANK becomes the current device.
       c10::cuda::set_device(static_cast<c10::DeviceIndex>(env->local_rank));
+#if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 2)
+      // Before 2.2 NCCL reads only the old name; ddprun sets TORCH_NCCL_ASYNC_ERROR_HANDLING,
+      // as torchrun 2.x does.
+      if (const char* handling = std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")) {
+        ::setenv("NCCL_ASYNC_ERROR_HANDLING", handling, 0);
+      }
+#endif
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = options.timeout;
       group = detail::as_process_group(

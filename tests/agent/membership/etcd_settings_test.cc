@@ -1,7 +1,7 @@
 // --rdzv-backend etcd settings (pure) and the job's key layout.
 #include "agent/membership/etcd_settings.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

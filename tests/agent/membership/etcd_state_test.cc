@@ -2,7 +2,7 @@
 // record, and values that are not ddprun's.
 #include "agent/membership/etcd_state.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

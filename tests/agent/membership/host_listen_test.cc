@@ -6,7 +6,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <catch2/catch.hpp>
+
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

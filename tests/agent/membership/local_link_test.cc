@@ -6,13 +6,13 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <future>
 #include <thread>
 #include <vector>
 
 #include "agent/membership/membership_backend.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/store_client/store_client.h"
 
 namespace ddp::agent {

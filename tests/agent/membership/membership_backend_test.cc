@@ -3,9 +3,10 @@
 #include "agent/membership/membership_backend.h"
 
 #include <boost/asio/io_context.hpp>
-#include <catch2/catch.hpp>
 #include <memory>
 #include <vector>
+
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

@@ -1,6 +1,6 @@
 #include "agent/membership/rdzv_settings.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

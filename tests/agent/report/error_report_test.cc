@@ -2,12 +2,13 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {
@@ -133,10 +134,10 @@ TEST_CASE("report table shows root cause, others, messages and signals", "[error
 }
 
 TEST_CASE("program name for the report", "[error_report]") {
-  CHECK(program_name({"/usr/bin/python3", "-u", "/x/train.py", "--lr", "1"}) == "train.py");
-  CHECK(program_name({"python3", "-u", "-m", "pkg.main"}) == "pkg.main");
-  CHECK(program_name({"/x/scripts/torch2-python", "/x/train.py"}) == "train.py");
-  CHECK(program_name({"/opt/bin/worker", "-v"}) == "worker");
+  CHECK(program_name({"/usr/bin/python3", "-u", "/x/train.py", "--lr", "1"}, true) == "train.py");
+  CHECK(program_name({"python3", "-u", "-m", "pkg.main"}, true) == "pkg.main");
+  CHECK(program_name({"/opt/envs/py", "-u", "/x/train.py"}, true) == "train.py");
+  CHECK(program_name({"/opt/bin/worker", "-v"}, false) == "worker");
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // The event log's lines (agent/event_log.h): every line parsed back and checked key by key,
 // from the header keys every line starts with to each event's own keys; text that is not
 // UTF-8; a default event log writes nothing.
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <nlohmann/json.hpp>
 
 #include "agent/report/event_log.h"
 #include "tests/agent/report/event_log_fixture.h"
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

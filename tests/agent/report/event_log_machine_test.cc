@@ -1,6 +1,5 @@
 // The agent's state machine (agent/agent_machine.h) over fakes, logging into captured lines:
 // the policy reports its events in the order they happen.
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -9,6 +8,7 @@
 #include "agent/report/event_log.h"
 #include "tests/agent/fake_mechanisms.h"
 #include "tests/agent/report/event_log_fixture.h"
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

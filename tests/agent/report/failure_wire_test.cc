@@ -1,8 +1,9 @@
 #include "agent/report/failure_wire.h"
 
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
+
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

@@ -1,6 +1,5 @@
 // The pure parts of hang detection: heartbeat lines, timer requests, the judge of silent
 // workers and its culprit, faulthandler dumps with their source lines.
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
@@ -8,6 +7,7 @@
 #include "agent/watch/file_timer_server.h"
 #include "agent/watch/hang_judge.h"
 #include "agent/watch/stack_capture.h"
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
 #include "agent/watch/hang_watch.h"
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

@@ -2,10 +2,11 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

@@ -1,11 +1,11 @@
 #include "agent/workers/supervisor.h"
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <csignal>
 #include <optional>
 
 #include "tests/agent/workers/fake_launcher.h"
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {

@@ -2,7 +2,7 @@
 // string.Template(arg).safe_substitute(local_rank=3) (values taken from Python 3.11).
 #include "agent/workers/worker_args.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 using ddp::agent::substitute_local_rank;
 

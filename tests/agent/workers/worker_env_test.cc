@@ -1,7 +1,8 @@
 #include "agent/workers/worker_env.h"
 
-#include <catch2/catch.hpp>
 #include <set>
+
+#include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {
@@ -19,6 +20,7 @@ GroupContext two_node_group() {
   g.restart_count = 2;
   g.max_restarts = 5;
   g.run_id = "job42";
+  g.signals_to_handle = "SIGTERM,SIGINT";
   return g;
 }
 
@@ -42,7 +44,8 @@ TEST_CASE("worker env sets every torchrun variable", "[worker_env]") {
   CHECK(env.at("TORCHELASTIC_RUN_ID") == "job42");
   CHECK(env.at("TORCHELASTIC_USE_AGENT_STORE") == "True");
   CHECK(env.at("TORCHELASTIC_ERROR_FILE") == "/logs/attempt_2/1/error.json");
-  CHECK(env.at("NCCL_ASYNC_ERROR_HANDLING") == "1");
+  CHECK(env.at("TORCHELASTIC_SIGNALS_TO_HANDLE") == "SIGTERM,SIGINT");
+  CHECK_FALSE(env.contains("NCCL_ASYNC_ERROR_HANDLING"));  // torchrun 2.x sets only the new name
   CHECK(env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
   CHECK_FALSE(env.contains("CUDA_VISIBLE_DEVICES"));
 }

@@ -1,6 +1,7 @@
-"""PyTorch workers across restarts and builds (issue 30), with 1.13 (/usr/bin/python3) and 2.x
-(the Debian 13 root of scripts/torch2_root.sh, run through scripts/torch2-python):
- - LibuvTest: a PyTorch built without libuv (Debian 13's 2.6) joins ddprun's store unchanged
+"""PyTorch workers across restarts and builds, with 1.13 (/usr/bin/python3), 2.6 (the Debian 13
+root of scripts/debian_root.sh, through scripts/torch2-python) and 2.14 (the sid root, through
+scripts/torch214-py, whose file name does not say python):
+ - LibuvTest: a PyTorch built without libuv (Debian's 2.6 and 2.14) joins ddprun's store unchanged
    (init_process_group(init_method="env://") + all_reduce), and the hook that makes it so
    imports nothing in a worker that does not use torch;
  - the restart tests: every attempt sees a store with no key of an earlier attempt. One ddprun
@@ -48,7 +49,9 @@ class FreshStoreCase(AgentsCase):
         self.worker = shutil.copy(WORKER, self.tmp)
 
     def python(self, version):
-        return torch_python.python_for(self, version.split(".")[0])  # skips where 2.x cannot
+        """version: "1.13", "2" (2.6) or "2.14"; skips where that 2.x cannot run. 2.14's
+        interpreter is scripts/torch214-py: --python takes a name without "python" in it."""
+        return torch_python.python_for(self, "1" if version == "1.13" else version)
 
     def env(self):
         env = dict(os.environ, TMPDIR=self.tmp)
@@ -87,6 +90,26 @@ class LibuvTest(FreshStoreCase):
     def test_torch2_without_libuv(self):
         self.check_join("2")
 
+    def test_torch214_without_libuv(self):
+        self.check_join("2.14")
+
+    def nccl_setting(self, version):
+        """NCCL_ASYNC_ERROR_HANDLING as a worker of `version` sees it once torch.distributed is
+        imported (ddprun gives TORCH_NCCL_ASYNC_ERROR_HANDLING=1 only, as torchrun 2.x)."""
+        probe = os.path.join(self.tmp, "nccl_probe.py")
+        with open(probe, "w") as f:
+            f.write("import os, torch.distributed\n"
+                    "print('nccl', os.environ.get('NCCL_ASYNC_ERROR_HANDLING'), flush=True)\n")
+        a = self.spawn("a", [DDPRUN, "--python", self.python(version), probe], self.env())
+        self.assertEqual(a.wait(), 0, a.stderr())
+        return a.stdout()
+
+    def test_torch113_gets_the_old_nccl_name(self):
+        self.assertIn("nccl 1", self.nccl_setting("1.13"))
+
+    def test_torch214_gets_only_the_new_nccl_name(self):
+        self.assertIn("nccl None", self.nccl_setting("2.14"))
+
     def test_hook_imports_nothing(self):
         probe = os.path.join(self.tmp, "probe.py")
         with open(probe, "w") as f:
@@ -108,6 +131,9 @@ class SingleNodeRestartTest(FreshStoreCase):
 
     def test_torch2(self):
         self.check_restarts("2")
+
+    def test_torch214(self):
+        self.check_restarts("2.14")
 
 
 class PairCase(FreshStoreCase):
@@ -139,6 +165,9 @@ class C10dRestartTest(PairCase):
     def test_torch2(self):
         self.c10d("2")
 
+    def test_torch214(self):
+        self.c10d("2.14")
+
 
 class EtcdRestartTest(PairCase):
     def etcd(self, version):
@@ -158,6 +187,9 @@ class EtcdRestartTest(PairCase):
     def test_torch2(self):
         self.etcd("2")
 
+    def test_torch214(self):
+        self.etcd("2.14")
+
 
 class StaticRestartTest(PairCase):
     """The static backend: node rank 0's daemon on --master-port is the workers' store."""
@@ -172,6 +204,9 @@ class StaticRestartTest(PairCase):
 
     def test_torch2(self):
         self.static("2")
+
+    def test_torch214(self):
+        self.static("2.14")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """PyTorch 2.x's own store tests against ddp-rendezvous (issue 30): test/distributed/test_store.py
 and the elastic c10d and static rendezvous tests of Debian's pytorch 2.6 source package, which
-scripts/torch2_root.sh extracts into a cache directory of the root at set-up (never committed), run inside
+scripts/debian_root.sh extracts into a cache directory of the root at set-up (never committed), run inside
 the PyTorch 2.x root by torch_suite_inside.py; every TCPStore server they would start is a
 fresh ddp-rendezvous on a free port that this driver (host side) starts on request.
 
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "testlib"))
 import testmain  # noqa: E402
 import torch_python  # noqa: E402
 
-# Inside the root (the path its Python sees); scripts/torch2_root.sh fills it.
+# Inside the root (the path its Python sees); scripts/debian_root.sh fills it.
 SUITE_CACHE = "/var/cache/ddprun/pytorch2-tests"
 MODULES = ["test_store", "c10d_rendezvous_backend_test", "static_rendezvous_test"]
 DEADLINE_S = 600
@@ -85,7 +85,7 @@ def main():
     suite_dir = os.path.join(SUITE_CACHE, "test", "distributed")
     if not os.path.isfile(os.path.join(torch_python.TORCH2_ROOT, suite_dir.lstrip("/"),
                                        "test_store.py")):
-        skip("PyTorch 2.x's store tests are not at %s in %s (scripts/torch2_root.sh fetches "
+        skip("PyTorch 2.x's store tests are not at %s in %s (scripts/debian_root.sh fetches "
              "them; see its output)" % (suite_dir, torch_python.TORCH2_ROOT))
     with tempfile.TemporaryDirectory(prefix="ddp_torch2_suite_", dir="/tmp") as tmp:
         control = os.path.join(tmp, "control")

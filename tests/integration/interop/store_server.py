@@ -21,8 +21,9 @@ READY_DEADLINE_S = 30.0
 STOP_DEADLINE_S = 15.0
 
 
-def server_argv(kind, daemon_path=None, port_file=None, host=HOST, port=0):
-    """argv for a server of `kind`: "daemon" (needs daemon_path; on host:port) or "torch"."""
+def server_argv(kind, daemon_path=None, port_file=None, host=HOST, port=0, python=None):
+    """argv for a server of `kind`: "daemon" (needs daemon_path; on host:port) or "torch"
+    (PyTorch's, under `python`: this one's by default)."""
     if kind == "daemon":
         if not daemon_path or not os.access(daemon_path, os.X_OK):
             raise SystemExit(f"ddp-rendezvous not found at {daemon_path!r}: pass --daemon PATH")
@@ -31,7 +32,7 @@ def server_argv(kind, daemon_path=None, port_file=None, host=HOST, port=0):
             argv += ["--port-file", port_file]
         return argv
     if kind == "torch":
-        return [sys.executable, os.path.join(HERE, "torch_store_server.py"), HOST]
+        return [python or sys.executable, os.path.join(HERE, "torch_store_server.py"), HOST]
     raise SystemExit(f"unknown server kind {kind!r}: use 'daemon' or 'torch'")
 
 
@@ -42,11 +43,11 @@ class StoreServer:
     (SIGKILL and an AssertionError otherwise).
     """
 
-    def __init__(self, kind, daemon_path=None, host=HOST, port=0):
+    def __init__(self, kind, daemon_path=None, host=HOST, port=0, python=None):
         self.kind = kind
         self._tmp = tempfile.TemporaryDirectory(prefix="ddp-interop-")
         self._port_file = os.path.join(self._tmp.name, "port") if kind == "daemon" else None
-        self._argv = server_argv(kind, daemon_path, self._port_file, host, port)
+        self._argv = server_argv(kind, daemon_path, self._port_file, host, port, python)
         self.proc = None
         self.host = host
         self.port = None

@@ -72,6 +72,28 @@ class RanksTest(MultiNodeCase):
         self.assertNotIn("of 2 joined", b.stderr())  # it formed the round at once
 
 
+class ForeignEndpointTest(MultiNodeCase):
+    """A torchrun agent's store on the endpoint (PyTorch's own TCPStore server, what torchrun's
+    c10d backend hosts there): the agent, unable to host, joins, has every request closed
+    unanswered, and says the endpoint is not a ddprun rendezvous."""
+
+    def test_a_pytorch_store_on_the_endpoint_is_named(self):
+        server = self.spawn("torch_store", [
+            "/usr/bin/python3", "-c",
+            "import signal, sys, torch.distributed as d\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n"
+            "s = d.TCPStore('127.0.0.1', 0, is_master=True, wait_for_workers=False)\n"
+            "print('port', s.port, flush=True)\n"
+            "signal.sigwait({signal.SIGTERM})\n"], dict(os.environ))
+        wait_for(lambda: re.search(r"port \d+", server.stdout()), 30, "PyTorch's store")
+        self.port = int(re.search(r"port (\d+)", server.stdout()).group(1))
+        b = self.start("b", self.B, 1, "ok", conf="join_timeout=3")
+        self.assertEqual(b.wait(), 1, b.stderr())
+        self.assertIn("closed each rendezvous request unanswered: it is not a ddprun rendezvous",
+                      b.stderr())
+        server.proc.send_signal(signal.SIGTERM)
+
+
 class FailureTest(MultiNodeCase):
     def test_failure_on_one_node_stops_the_other(self):
         a = self.start_host("a", self.A, 2, "fail_b")

@@ -1,11 +1,11 @@
 // Our C++ client (rendezvous/client.h) against a real ddp-rendezvous process. Run through
 // run_with_daemon.py, which starts the daemon and passes its port in DDP_RDZV_PORT.
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <future>
 #include <thread>
 
+#include "tests/catch.h"
 #include "tests/rendezvous/store_client/store_client.h"
 
 namespace ddp::rendezvous {

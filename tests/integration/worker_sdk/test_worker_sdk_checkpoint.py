@@ -126,7 +126,7 @@ class WorkerSdkTest(SdkCase):
 
     def torch2(self, script, *args):  # runs script under the root's PyTorch 2.x, returns its JSON
         if not os.path.exists(os.path.join(TORCH2_ROOT, "usr/lib/python3/dist-packages/torch")):
-            self.skipTest(f"no PyTorch 2.x root at {TORCH2_ROOT} (scripts/torch2_root.sh makes it)")
+            self.skipTest(f"no PyTorch 2.x root at {TORCH2_ROOT} (scripts/debian_root.sh makes it)")
         if os.geteuid() != 0:
             self.skipTest("scripts/torch2-python needs root for chroot")
         out = subprocess.run([TORCH2_PYTHON, "-c", script, *args], cwd=self.tmp.name,

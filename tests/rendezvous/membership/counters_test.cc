@@ -1,7 +1,6 @@
 // The observers' record of a job (job_view.h): counters, views, and the registry's totals,
 // checked against what the inputs did.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

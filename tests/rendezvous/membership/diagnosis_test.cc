@@ -3,8 +3,7 @@
 // no stack head in JobFinished; the last failed round's failures in the view).
 #include "rendezvous/membership/diagnosis.h"
 
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

@@ -1,6 +1,5 @@
 // The end of a job: the exit barrier, closing, late joiners, retention of finished jobs.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

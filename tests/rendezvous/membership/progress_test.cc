@@ -1,8 +1,7 @@
 // Progress reports (docs/progress.md) and goodput (docs/goodput.md): what a job records of its
 // ranks' steps, restarts that stop the job after rounds without a new best step, and the
 // stepping time against the wall time.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

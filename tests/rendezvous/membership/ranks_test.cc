@@ -3,8 +3,9 @@
 #include "rendezvous/membership/ranks.h"
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <random>
+
+#include "tests/catch.h"
 
 namespace ddp::rendezvous::membership {
 namespace {

@@ -1,6 +1,5 @@
 // Many jobs in one registry: independent state, one earliest deadline across them.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

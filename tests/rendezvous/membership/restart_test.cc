@@ -1,7 +1,6 @@
 // Leaving a running round: waiting nodes, lost nodes (closed connection, missed heartbeats),
 // worker failures fanned out to every node, the job-global restart count, stop timeouts.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

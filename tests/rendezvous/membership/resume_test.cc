@@ -2,8 +2,7 @@
 // it continues the round numbers, restart count and departures it is given, forms its first
 // round as soon as the expected survivors are back, gives them their group ranks, and goes on
 // with the progress and goodput it is given.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

@@ -1,7 +1,6 @@
 // Forming a round: completion at MAX, last call after MIN, join timeout, rank assignment and
 // the worker-store address, config checks.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

@@ -3,8 +3,7 @@
 // state machine makes (deterministic: a per-request scan of all nodes would make it ~K^2) and
 // by the event count (no per-join broadcast). Time is measured where it is a figure, not a
 // pass/fail bound: bench/rendezvous (4000 real agents against the daemon).
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

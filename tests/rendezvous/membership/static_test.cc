@@ -1,8 +1,7 @@
 // Pinned node ranks (static rendezvous, --node-rank): the group rank is the pinned one whatever
 // the join order, the round waits for all N nodes, and bad pins get a clear error while the
 // job goes on for the others.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

@@ -1,8 +1,7 @@
 // Straggler detection (docs/stragglers.md): a rank slower than the round's median by the
 // factor for straggler_reports reports in a row is flagged once, with a Straggler event to its
 // node; exclude_straggler removes that node like a lost one; the median's cost is bounded.
-#include <catch2/catch.hpp>
-
+#include "tests/catch.h"
 #include "tests/rendezvous/membership/harness.h"
 
 namespace ddp::rendezvous::membership::test {

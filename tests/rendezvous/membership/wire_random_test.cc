@@ -1,10 +1,10 @@
 // Random mutations of valid messages and random garbage: the decoders never crash or read
 // out of bounds (run under ASan/UBSan too), and whatever they accept is canonical: encoding
 // the decoded message gives back exactly the bytes consumed.
-#include <catch2/catch.hpp>
 #include <random>
 
 #include "rendezvous/membership/wire.h"
+#include "tests/catch.h"
 
 namespace ddp::rendezvous::membership {
 namespace {

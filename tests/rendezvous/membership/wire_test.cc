@@ -2,8 +2,9 @@
 // (every prefix is incomplete, never an error or a crash), oversized and malformed input.
 #include "rendezvous/membership/wire.h"
 
-#include <catch2/catch.hpp>
 #include <cstring>
+
+#include "tests/catch.h"
 
 namespace ddp::rendezvous::membership {
 namespace {

@@ -1,5 +1,4 @@
 // The status endpoint's pure parts: /metrics text, /api/jobs JSON, the router, /proc parsers.
-#include <catch2/catch.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -11,6 +10,7 @@
 #include "rendezvous/status/page.h"
 #include "rendezvous/status/process_stats.h"
 #include "rendezvous/status/router.h"
+#include "tests/catch.h"
 #include "tests/rendezvous/status/fake_status_source.h"
 
 using namespace ddp::rendezvous::status;

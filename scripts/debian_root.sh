@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# Makes (once) and mounts (after every boot) a Debian 13 root with PyTorch 2.x beside the build,
-# so tests can run workers, torchrun and the worker SDK under PyTorch 2.x: python3-torch and
-# libtorch-dev 2.6 from Debian's archive, and what the SDK needs to build there.
+# Makes (once) and mounts (after every boot) a Debian root beside the build. The trixie and sid
+# roots hold PyTorch 2.x, so tests can run workers, torchrun and the worker SDK under it:
+# python3-torch and libtorch-dev from Debian's archive, and what the SDK needs to build there.
+# The bookworm root is bare (a shell and coreutils), for the release tarball's test.
 #
-#   scripts/torch2_root.sh          make what is missing, mount, say where the root is
-#   DDP_TORCH2_ROOT=DIR             where the root lives (default /var/lib/ddprun/trixie)
-#   DDP_NO_TORCH2=1                 do nothing (tests that need PyTorch 2.x are then Skipped)
+#   scripts/debian_root.sh [RELEASE]   make what is missing, mount, say where the root is
+#     trixie (default)                 Debian 13, PyTorch 2.6, in $DDP_TORCH2_ROOT
+#                                      (default /var/lib/ddprun/trixie)
+#     sid                              Debian sid, PyTorch 2.14, in $DDP_TORCH214_ROOT
+#                                      (default /var/lib/ddprun/sid)
+#     bookworm                         Debian 12, nothing installed, in /var/lib/ddprun/bookworm
+#   DDP_NO_TORCH2=1                    do nothing (tests that need PyTorch 2.x are then Skipped)
 #
 # Idempotent: a root with every package is not touched again; only mounts that are missing are
 # made. It never fails the set-up: when the root cannot be made (no root privileges, no archive)
 # it says why on one line and the tests that need it report Skipped with that reason.
 # Workers run inside it through scripts/torch2-python (chroot shares the host's network, /tmp
-# and /dev/shm, and this checkout is bound at its own path, so a worker inside talks to ddprun's stores on loopback).
+# and /dev/shm, and this checkout is bound at its own path, so a worker inside talks to ddprun's
+# stores on loopback).
 set -uo pipefail
 
-ROOT=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie}
+RELEASE=${1:-trixie}
+case $RELEASE in
+  trixie) ROOT=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie} ;;
+  sid) ROOT=${DDP_TORCH214_ROOT:-/var/lib/ddprun/sid} ;;
+  bookworm) ROOT=/var/lib/ddprun/bookworm ;;
+  *) echo "debian root: unknown release '$RELEASE'; use trixie, sid or bookworm" >&2; exit 2 ;;
+esac
 CHECKOUT=$(cd "$(dirname "$0")/.." && pwd -P)
-PACKAGES=(python3-torch libtorch-dev libgloo-dev python3-etcd
+PACKAGES=(python3-torch libtorch-dev libgloo-dev
           g++ cmake ninja-build pkg-config nlohmann-json3-dev libspdlog-dev)
+[[ $RELEASE == trixie ]] && PACKAGES+=(python3-etcd)  # torchrun's etcd rendezvous tests
+[[ $RELEASE == bookworm ]] && PACKAGES=()
 
-say() { echo "torch2 root: $*"; }
+say() { echo "debian root ($RELEASE): $*"; }
 give_up() {
-  say "not made: $* (tests that need PyTorch 2.x will be Skipped)"
+  say "not made: $* (tests that need this root will be Skipped)"
   exit 0
 }
 
@@ -32,13 +46,9 @@ if [[ $(id -u) -ne 0 ]]; then
   SUDO="sudo"
 fi
 
-# The archive this machine's apt uses (deb822 sources or a one-line sources.list).
-mirror() {
-  local uri
-  uri=$(grep -hsm1 '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}')
-  [[ -n $uri ]] || uri=$(grep -hsm1 '^deb ' /etc/apt/sources.list | awk '{print $2}')
-  echo "${uri:-http://deb.debian.org/debian}"
-}
+# The archive this machine's apt uses (deb822 sources or a one-line sources.list); none: give up.
+MIRROR=$(grep -hsm1 '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}')
+[[ -n $MIRROR ]] || MIRROR=$(grep -hsm1 '^deb ' /etc/apt/sources.list | awk '{print $2}')
 
 mount_once() {  # mount_once TARGET ARGS...: mount unless TARGET is a mount point already
   local target=$1
@@ -69,18 +79,27 @@ installed() {
 
 if [[ ! -x $ROOT/usr/bin/apt-get ]]; then
   command -v debootstrap >/dev/null || give_up "debootstrap is not installed"
-  say "making $ROOT (debootstrap trixie from $(mirror))"
+  [[ -n $MIRROR ]] || give_up "no archive in /etc/apt/sources.list.d/*.sources or sources.list"
+  say "making $ROOT (debootstrap $RELEASE from this machine's archive)"
   $SUDO mkdir -p "$ROOT"
-  $SUDO debootstrap --variant=minbase trixie "$ROOT" "$(mirror)" >/tmp/ddp_debootstrap.log 2>&1 ||
-    give_up "debootstrap failed (log: /tmp/ddp_debootstrap.log)"
+  log=/tmp/ddp_debootstrap_$RELEASE.log
+  $SUDO debootstrap --variant=minbase "$RELEASE" "$ROOT" "$MIRROR" >"$log" 2>&1 ||
+    give_up "debootstrap failed (log: $log)"
 fi
+# sid's Release file on an archive snapshot may be past its Valid-Until date.
+[[ $RELEASE == sid ]] && echo 'Acquire::Check-Valid-Until "false";' |
+  $SUDO tee "$ROOT/etc/apt/apt.conf.d/99ddprun-valid-until" >/dev/null
 mount_all || give_up "cannot mount proc, sys, dev and tmp into $ROOT"
-if ! installed; then
+if ((${#PACKAGES[@]})) && ! installed; then
   say "installing ${PACKAGES[*]}"
   $SUDO chroot "$ROOT" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
     bash -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${PACKAGES[*]}" \
-    >/tmp/ddp_torch2_packages.log 2>&1 ||
-    give_up "apt-get in the root failed (log: /tmp/ddp_torch2_packages.log)"
+    >"/tmp/ddp_torch2_packages_$RELEASE.log" 2>&1 ||
+    give_up "apt-get in the root failed (log: /tmp/ddp_torch2_packages_$RELEASE.log)"
+fi
+if [[ $RELEASE == bookworm ]]; then
+  say "$ROOT (bare)"
+  exit 0
 fi
 version=$($SUDO chroot "$ROOT" /usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>&1) ||
   give_up "torch does not import in the root: $version"
@@ -107,7 +126,7 @@ fetch_store_tests() {
       { say "store tests: apt-get ${missing[*]} failed (log: /tmp/ddp_torch2_test_packages.log)"; return 0; }
   fi
   [[ -f $marker ]] && { say "store tests in $suite"; return 0; }
-  echo "deb-src $(mirror) trixie main" | $SUDO tee "$ROOT/etc/apt/sources.list.d/ddprun-src.list" >/dev/null
+  echo "deb-src $MIRROR trixie main" | $SUDO tee "$ROOT/etc/apt/sources.list.d/ddprun-src.list" >/dev/null
   $SUDO mkdir -p "$ROOT$src" "$ROOT$suite"
   $SUDO chroot "$ROOT" /usr/bin/env -C "$src" bash -c \
     "ls pytorch_*.orig.tar.* >/dev/null 2>&1 || { apt-get update -qq && apt-get source --download-only -qq pytorch; }" \
@@ -121,4 +140,6 @@ fetch_store_tests() {
     { say "store tests: cannot extract them (log: /tmp/ddp_torch2_source.log)"; return 0; }
   say "store tests in $suite"
 }
-fetch_store_tests
+# sid's pytorch source package is missing from the archive: 2.6's tests serve both roots.
+[[ $RELEASE == trixie ]] && fetch_store_tests
+exit 0
