@@ -21,11 +21,7 @@ else()
   target_link_libraries(ddp_spdlog INTERFACE spdlog::spdlog)
 endif()
 find_package(nlohmann_json 3.11 REQUIRED)
-if(DDP_SDK_ONLY AND DDP_BUILD_TESTS)  # the SDK alone (CMakeLists.txt): Catch2 v2's header only
-  find_path(DDP_CATCH2_INCLUDE_DIR catch2/catch.hpp REQUIRED NO_DEFAULT_PATH)
-  add_library(Catch2::Catch2 INTERFACE IMPORTED)
-  target_include_directories(Catch2::Catch2 SYSTEM INTERFACE ${DDP_CATCH2_INCLUDE_DIR})
-elseif(DDP_BUILD_TESTS)
+if(DDP_BUILD_TESTS)
   find_package(Catch2 REQUIRED)  # v2 (>= 2.13) or v3: tests include it through tests/catch.h
   if(Catch2_VERSION VERSION_LESS 2.13)
     message(FATAL_ERROR "Catch2 ${Catch2_VERSION} is too old: install Catch2 2.13 or 3.x")

@@ -29,7 +29,7 @@ case $RELEASE in
 esac
 CHECKOUT=$(cd "$(dirname "$0")/.." && pwd -P)
 PACKAGES=(python3-torch libtorch-dev libgloo-dev
-          g++ cmake ninja-build pkg-config nlohmann-json3-dev libspdlog-dev)
+          g++ cmake ninja-build pkg-config nlohmann-json3-dev libspdlog-dev catch2)
 [[ $RELEASE == trixie ]] && PACKAGES+=(python3-etcd)  # torchrun's etcd rendezvous tests
 [[ $RELEASE == bookworm ]] && PACKAGES=()
 

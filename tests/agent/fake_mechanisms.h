@@ -39,8 +39,12 @@ class FakeBackend final : public RendezvousBackend {
   }
   void report_progress(rendezvous::membership::Progress p) override {
     std::string line = "progress " + std::to_string(p.round) + ":";
-    for (const auto& r : p.ranks)
-      line += " " + std::to_string(r.rank) + "@" + std::to_string(r.step);
+    for (const auto& r : p.ranks) {
+      line += ' ';  // appended piece by piece: GCC 12's -Wrestrict false positive (bug 105329)
+      line += std::to_string(r.rank);
+      line += '@';
+      line += std::to_string(r.step);
+    }
     log_.push_back(line);
   }
   void leave(const std::string& reason) override { log_.push_back("leave: " + reason); }

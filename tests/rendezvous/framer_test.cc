@@ -118,7 +118,7 @@ TEST_CASE("bad input of either kind is an error naming it", "[framer]") {
   SECTION("an unknown query type after VALIDATE") {
     Framer framer{Limits{}};
     REQUIRE(framer.next(kValidate).kind == FrameKind::kStore);
-    auto f = framer.next(byte(0x12));
+    auto f = framer.next(byte(0x13));
     REQUIRE(f.kind == FrameKind::kError);
     CHECK_THAT(f.error, Catch::Contains("malformed request"));
   }

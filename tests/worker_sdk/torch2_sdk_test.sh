@@ -2,22 +2,21 @@
 # Builds the worker SDK and its unit tests against LibTorch 2.x in the Debian 13 root
 # (scripts/debian_root.sh) and runs them there. CTest runs it (tests/worker_sdk/CMakeLists.txt).
 #
-#   torch2_sdk_test.sh SOURCE_DIR BUILD_DIR CATCH_HEADER
+#   torch2_sdk_test.sh SOURCE_DIR BUILD_DIR
 #   torch2_sdk_test.sh --nccl SOURCE_DIR BUILD_DIR CUDA_ROOT
 #
 # --nccl: tests/checks/nccl_syntax_check.py inside the root against BUILD_DIR's compile commands
 # (the build above must have configured it): the NCCL branch against LibTorch 2.x's headers.
 # CUDA_ROOT/include is copied into BUILD_DIR/cuda, since the root does not see /usr/local.
 # BUILD_DIR is kept between runs, so a second run rebuilds only what changed. The root's build
-# configures the SDK alone (-DDDP_SDK_ONLY=ON: no Boost 1.81 there) against the host's Catch2 v2
-# single header (CATCH_HEADER, copied into BUILD_DIR; the root's Debian ships Catch2 v3). Exits
-# 77 (Skipped) with the reason when the root, its mounts or the rights to chroot are missing.
+# configures the SDK alone (-DDDP_SDK_ONLY=ON) with the root's own Catch2 (v3). Exits 77
+# (Skipped) with the reason when the root, its mounts or the rights to chroot are missing.
 set -uo pipefail
 
 ROOT=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie}
 nccl=0
 [[ $1 == --nccl ]] && nccl=1 && shift
-src=$1 build=$2 catch_header=$3 cuda_root=$3
+src=$1 build=$2 cuda_root=${3:-}
 skip() {
   echo "SKIPPED: $*"
   exit 77
@@ -30,7 +29,7 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo -n true 2>/dev/null || skip "chroot needs root or password-less sudo"
   SUDO="sudo"
 fi
-mkdir -p "$build/catch2/catch2" "$build/cuda" || exit 1
+mkdir -p "$build/cuda" || exit 1
 # The same folder inside and out: the checkout (or /tmp) is bound into the root at its own path.
 [[ $ROOT$build -ef $build && $ROOT$src -ef $src ]] ||
   skip "$src or $build is not bound into $ROOT (run scripts/debian_root.sh from this checkout)"
@@ -47,12 +46,9 @@ if ((nccl)); then
   exit
 fi
 
-cmp -s "$catch_header" "$build/catch2/catch2/catch.hpp" ||
-  cp "$catch_header" "$build/catch2/catch2/catch.hpp" || exit 1
-
 if [[ ! -f $build/build.ninja ]]; then
   in_root cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDDP_SDK_ONLY=ON \
-    -DDDP_CATCH2_INCLUDE_DIR="$build/catch2" -DDDP_TEST_PYTHON=/usr/bin/python3 || exit 1
+    -DDDP_TEST_PYTHON=/usr/bin/python3 || exit 1
 fi
 start=$SECONDS
 in_root cmake --build "$build" -j2 --target worker_sdk_tests || exit 1

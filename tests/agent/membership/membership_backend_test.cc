@@ -153,7 +153,7 @@ TEST_CASE("lost is told once, and nothing follows", "[membership]") {
   CHECK(h.events.lost[0].code() == ErrorCode::kPeerGone);
   CHECK(h.events.lost[0].message() == "removed: missed heartbeats");
   h.push(round(2));
-  h.push(membership::JobFinished{0, "", std::nullopt});
+  h.push(membership::JobFinished{0, "", std::nullopt, {}, false});
   CHECK(h.events.rounds.size() == 1);
   CHECK(h.events.finished.empty());
 }
@@ -170,8 +170,8 @@ TEST_CASE("after the job finished only a lost link may follow", "[membership]") 
   h.push(round(1));
   h.backend->report_success(1);
   CHECK(h.sent<membership::ReportSuccess>() == 1);
-  h.push(membership::JobFinished{0, "done", std::nullopt});
-  h.push(membership::JobFinished{0, "done", std::nullopt});
+  h.push(membership::JobFinished{0, "done", std::nullopt, {}, false});
+  h.push(membership::JobFinished{0, "done", std::nullopt, {}, false});
   h.push(round(2));
   h.push(membership::StopWorkers{2, membership::StopReason::kNodeLost, "x", {}});
   CHECK(h.events.finished.size() == 1);

@@ -121,9 +121,9 @@ TEST_CASE("event log: a group's end and the job's failure carry the root cause's
   result.outcome.kind = Outcome::Kind::kFailed;
   result.failures = {wire_failure(3)};
   c.log.workers_done(result);
-  membership::JobFinished finished{137, "", wire_failure(-9)};
+  membership::JobFinished finished{137, "", wire_failure(-9), {}, false};
   c.log.failure(finished);
-  membership::JobFinished local{1, "the workers were stopped", std::nullopt};
+  membership::JobFinished local{1, "the workers were stopped", std::nullopt, {}, false};
   c.log.failure(local);
   REQUIRE(c.lines.size() == 4);
 

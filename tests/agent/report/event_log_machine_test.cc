@@ -83,7 +83,7 @@ TEST_CASE("event log: the agent machine logs a job failure, a signal and a stop 
   run.machine.on_round(MachineRun::round(1, 0));
   run.machine.on_stop_workers(1, "rank 3 on node b failed", false);
   run.workers.done(Outcome::Kind::kInterrupted, SIGTERM);
-  run.machine.on_job_finished({3, "", wire_failure(3)});
+  run.machine.on_job_finished({3, "", wire_failure(3), {}, false});
   run.machine.on_signal(SIGTERM);
   CHECK(run.names() == std::vector<std::string>{"join", "round", "stop_requested", "workers_done",
                                                 "failure", "signal", "finish"});

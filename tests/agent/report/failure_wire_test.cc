@@ -50,8 +50,10 @@ TEST_CASE("failure wire: a stack file's head travels with the failure", "[failur
   stack.close();
   Outcome outcome;
   outcome.kind = Outcome::Kind::kFailed;
-  outcome.failures.push_back({0, 1, 111, proc::ExitStatus::exited(124), {}, std::nullopt});
-  outcome.failures.push_back({0, 0, 110, proc::ExitStatus::exited(1), {}, std::nullopt});
+  outcome.failures.push_back(
+      {0, 1, 111, proc::ExitStatus::exited(124), {}, std::nullopt, std::nullopt});
+  outcome.failures.push_back(
+      {0, 0, 110, proc::ExitStatus::exited(1), {}, std::nullopt, std::nullopt});
   auto wire = to_wire_failures(outcome, setup, 0);
   REQUIRE(wire.size() == 2);
   REQUIRE(wire[0].diagnosis.stack_head.size() == rendezvous::membership::kDiagnosisLines);

@@ -98,6 +98,13 @@ class ReleaseCase(unittest.TestCase):
         out = self.finish(self.start("--version"))
         self.assertRegex(out, r"^ddprun \S+ \(commit \S+\)")
 
+    def test_bad_input(self):
+        # The option parser throws and catches: the unwinder runs (cmake/release/glibc_234.cc).
+        p = self.start("--no-such-option", "x")
+        out, _ = p.communicate(timeout=DEADLINE_S)
+        self.assertEqual(p.returncode, 2, out)
+        self.assertIn("unknown option --no-such-option", out)
+
     def test_two_workers(self):
         out = self.finish(self.start("--nproc-per-node", "2", *self.command()))
         self.assertIn("rank 0 of 2", out)

@@ -197,7 +197,7 @@ class Wire(unittest.TestCase):
         # 0x80..0x8F are native rendezvous requests (rendezvous/framer.h): a JOIN declaring a
         # 1 GB run id is refused from its length; 0x90 and up are never valid from a client.
         bad_join = b"\x80" + u64(1 << 30)
-        for payload in (b"\x0d", MODERN_VALIDATE + b"\x12", MODERN_VALIDATE + b"\x90",
+        for payload in (b"\x0d", MODERN_VALIDATE + b"\x13", MODERN_VALIDATE + b"\x90",
                         MODERN_VALIDATE + b"\xff", bad_join, MODERN_VALIDATE + bad_join):
             with connect(self.d.port) as c:
                 c.sendall(payload)

@@ -91,8 +91,8 @@ class FakeStatusSource final : public StatusSource {
  public:
   MetricsInput metrics() const override {
     MetricsInput in;
-    in.jobs.push_back({"job-a", m::JobState::kRunning, 2, 1, 3, 2, 4, 2});
-    in.jobs.push_back({"job \"b\"\\x", m::JobState::kFinished, 1, 0, 0, 0, 0, 0});
+    in.jobs.push_back({"job-a", m::JobState::kRunning, 2, 1, 3, 2, 4, 2, {}, 0, {}, {}});
+    in.jobs.push_back({"job \"b\"\\x", m::JobState::kFinished, 1, 0, 0, 0, 0, 0, {}, 0, {}, {}});
     in.totals.jobs_created = 2;
     in.totals.rounds_completed = 3;
     in.totals.restarts = 1;
