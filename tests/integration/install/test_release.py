@@ -76,7 +76,7 @@ class ReleaseCase(unittest.TestCase):
         return ["--no-python", "/bin/sh", self.worker, *worker_args]
 
     def start(self, *args):
-        argv = ["chroot", self.ROOT, "/usr/bin/env", "-C", self.tmp, self.ddprun, *args]
+        argv = [shutil.which("chroot") or "/usr/sbin/chroot", self.ROOT, "/usr/bin/env", "-C", self.tmp, self.ddprun, *args]
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "TMPDIR": self.tmp}
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True, env=env)
