@@ -33,6 +33,7 @@ struct Spawner::Child {
   int report_fd = -1;  // carries the errno when its exec failed; EOF when it succeeded
   std::string program;
   std::unique_ptr<bp::basic_process_handle<>> process;  // its pidfd
+  bp::native_exit_code_type wait_status = 0;            // where newer Boost puts the exit
   std::unique_ptr<asio::posix::stream_descriptor> out;
   std::unique_ptr<asio::posix::stream_descriptor> err;
   ~Child() {
@@ -138,6 +139,21 @@ std::vector<const char*> c_strings(const std::vector<std::string>& strings) {
   for (const auto& s : strings) out.push_back(s.c_str());
   out.push_back(nullptr);
   return out;
+}
+
+// The wait on a process handle: newer Boost (sid's 1.92) writes the exit into a reference and
+// completes with the error alone, earlier ones (1.81, 1.83) complete with both. `done` gets both.
+struct ErrorOnly {
+  void operator()(error_code) const {}
+};
+template <typename Handle, typename Done>
+void async_wait_exit(Handle& handle, bp::native_exit_code_type& status, Done done) {
+  if constexpr (requires { handle.async_wait(status, ErrorOnly{}); }) {
+    handle.async_wait(
+        status, [done = std::move(done), &status](error_code ec) mutable { done(ec, status); });
+  } else {
+    handle.async_wait(std::move(done));
+  }
 }
 
 }  // namespace
@@ -294,15 +310,16 @@ void Spawner::kill_strays() {
 
 void Spawner::wait_exit(const std::shared_ptr<Child>& child) {
   // The handle's wait ends with waitpid(pid): the one reap of this child.
-  child->process->async_wait([this, child](error_code ec, int wait_status) {
-    if (child->released) return;
-    if (ec) {
-      // Only if someone else reaped it (nothing here does): report it lost, never hang.
-      spdlog::error("process {}: cannot wait for its exit: {}", child->pid, ec.message());
-      wait_status = 255 << 8;
-    }
-    on_child_exit(child, wait_status);
-  });
+  async_wait_exit(
+      *child->process, child->wait_status, [this, child](error_code ec, int wait_status) {
+        if (child->released) return;
+        if (ec) {
+          // Only if someone else reaped it (nothing here does): report it lost, never hang.
+          spdlog::error("process {}: cannot wait for its exit: {}", child->pid, ec.message());
+          wait_status = 255 << 8;
+        }
+        on_child_exit(child, wait_status);
+      });
 }
 
 void Spawner::on_child_exit(const std::shared_ptr<Child>& child, int wait_status) {

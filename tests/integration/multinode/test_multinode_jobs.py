@@ -87,7 +87,7 @@ class ForeignEndpointTest(MultiNodeCase):
             "signal.sigwait({signal.SIGTERM})\n"], dict(os.environ))
         wait_for(lambda: re.search(r"port \d+", server.stdout()), 30, "PyTorch's store")
         self.port = int(re.search(r"port (\d+)", server.stdout()).group(1))
-        b = self.start("b", self.B, 1, "ok", conf="join_timeout=3")
+        b = self.start("b", self.B, 1, "ok", conf="join_timeout=3,read_timeout=3")
         self.assertEqual(b.wait(), 1, b.stderr())
         self.assertIn("closed each rendezvous request unanswered: it is not a ddprun rendezvous",
                       b.stderr())
