@@ -17,6 +17,7 @@
 #include "proc/child_setup.h"
 #include "proc/open_file_limit.h"
 #include "proc/pipe_drain.h"
+#include "proc/process_wait.h"
 
 namespace ddp::proc {
 
@@ -139,21 +140,6 @@ std::vector<const char*> c_strings(const std::vector<std::string>& strings) {
   for (const auto& s : strings) out.push_back(s.c_str());
   out.push_back(nullptr);
   return out;
-}
-
-// The wait on a process handle: newer Boost (sid's 1.92) writes the exit into a reference and
-// completes with the error alone, earlier ones (1.81, 1.83) complete with both. `done` gets both.
-struct ErrorOnly {
-  void operator()(error_code) const {}
-};
-template <typename Handle, typename Done>
-void async_wait_exit(Handle& handle, bp::native_exit_code_type& status, Done done) {
-  if constexpr (requires { handle.async_wait(status, ErrorOnly{}); }) {
-    handle.async_wait(
-        status, [done = std::move(done), &status](error_code ec) mutable { done(ec, status); });
-  } else {
-    handle.async_wait(std::move(done));
-  }
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "proc/process_wait.h"
+
 namespace ddp::proc {
 
 namespace bp = boost::process::v2;
@@ -14,7 +16,8 @@ namespace bp = boost::process::v2;
 struct StrayReaper::Waiter {
   explicit Waiter(bp::basic_process_handle<>&& h) : handle(std::move(h)) {}
   bp::basic_process_handle<> handle;  // owns the pidfd
-  bool abandoned = false;             // the reaper is gone: reap, report nothing
+  bp::native_exit_code_type status = 0;
+  bool abandoned = false;  // the reaper is gone: reap, report nothing
 };
 
 StrayReaper::~StrayReaper() {
@@ -33,10 +36,11 @@ void StrayReaper::adopt(pid_t pid) {
   }
   waiting_[pid] = waiter;
   // The handle's wait ends with waitpid(pid): that reaps it.
-  waiter->handle.async_wait([this, waiter, pid](boost::system::error_code, int) {
-    if (waiter->abandoned) return;
-    waiting_.erase(pid);
-  });
+  async_wait_exit(waiter->handle, waiter->status,
+                  [this, waiter, pid](boost::system::error_code, int) {
+                    if (waiter->abandoned) return;
+                    waiting_.erase(pid);
+                  });
 }
 
 void StrayReaper::kill_all_except(const std::function<bool(pid_t)>& keep) {
