@@ -1,6 +1,6 @@
 // Catch2 under one name, v2 (Debian 12's 2.13) or v3 (Debian 13 and later): every test file
 // includes this, never Catch2 itself. Tests use v2's spellings (Catch::Contains for a
-// substring, Catch::StartsWith, Catch::EndsWith); under v3 they name v3's string matchers.
+// substring, Catch::StartsWith, Catch::EndsWith, Approx); under v3 they name v3's.
 #pragma once
 
 #if __has_include(<catch2/catch_all.hpp>)
@@ -14,6 +14,7 @@ inline Matchers::StringContainsMatcher Contains(const std::string& text) {
 using Matchers::EndsWith;
 using Matchers::StartsWith;
 }  // namespace Catch
+using Catch::Approx;  // v2 declares it at global scope
 #else
 #include <catch2/catch.hpp>
 #endif
