@@ -92,11 +92,12 @@ Result<std::int64_t> Store::sum(const std::string& key, std::int64_t delta) cons
     std::int64_t current = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), current);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-      return invalid_argument("ADD on key '" + printable(key) + "' whose value '" +
+      return invalid_argument("ADD or BARRIER on key '" + printable(key) + "' whose value '" +
                               printable(text) + "' is not a decimal integer");
     }
     if (__builtin_add_overflow(current, delta, &total)) {
-      return invalid_argument("ADD on key '" + printable(key) + "' overflows a 64-bit integer");
+      return invalid_argument("ADD or BARRIER on key '" + printable(key) +
+                              "' overflows a 64-bit integer");
     }
   }
   return total;

@@ -10,7 +10,9 @@
 #include <link.h>
 #include <sys/random.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 
 extern "C" std::uint32_t arc4random() {
   std::uint32_t value = 0;
@@ -18,8 +20,11 @@ extern "C" std::uint32_t arc4random() {
   std::size_t got = 0;
   while (got < sizeof value) {
     const ssize_t n = getrandom(out + got, sizeof value - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-    // n < 0: EINTR (a signal), retried; the kernel blocks until its pool is ready, never fails
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+    } else if (errno != EINTR) {
+      std::abort();  // no getrandom (a kernel before 3.17): no randomness to give
+    }
   }
   return value;
 }
