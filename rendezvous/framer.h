@@ -2,12 +2,13 @@
 // numbering, detected from the first bytes) and ddprun's native rendezvous requests
 // (rendezvous/membership/wire.h). Pure: no I/O; the session feeds it what it received.
 //
-// One connection may carry both kinds. At a request boundary a byte in 0x80..0x8F is a native
-// request (no PyTorch version uses a query type above 17), anything else a TCPStore query in
-// the connection's numbering. The first native request switches the connection to native
-// mode, which changes only the daemon -> client direction:
+// One connection may carry both kinds. The agent's first native request is HELLO
+// (membership/wire.h's version handshake); a native request before it is refused (kRefused). At a
+// request boundary a byte in 0x80..0x8F is a native request (no PyTorch version uses a query type
+// above 17), anything else a TCPStore query in the connection's numbering. The first native request
+// switches the connection to native mode, which changes only the daemon -> client direction:
 //   - before it, TCPStore replies are sent raw, exactly as PyTorch expects;
-//   - from it on, pushes (0x90..0x94, 0x96, 0x98; membership/wire.h) and the CHALLENGE
+//   - from it on, pushes (0x90..0x94, 0x96, 0x98, 0x99; membership/wire.h) and the CHALLENGE
 //     (0x97) arrive at any time, so every TCPStore query gets exactly one framed reply,
 //     `u8 0x95 | u64 n | n bytes of its TCPStore reply` (n may be 0, e.g. for SET or
 //     VALIDATE), in query order; a parked WAIT's reply comes when the wait is satisfied. A
@@ -38,11 +39,22 @@ inline constexpr std::uint8_t kStoreReplyType = 0x95;
 // Appends `u8 0x95 | u64 n | reply` to `out`.
 void put_store_reply(std::string& out, std::string_view reply);
 
-// kAuthHello / kAuthFrame: the job-secret messages (protocol.h). A kAuthFrame carries its
-// decoded inner request in `native` and the frame itself in `auth`. kRefused: a native message
-// this daemon no longer serves (0x8A, the removed AUTH_OPEN); `error` says why, for the agent
-// (the session pushes it as an ErrorEvent, then closes: the bytes after it cannot be framed).
-enum class FrameKind { kIncomplete, kError, kRefused, kStore, kNative, kAuthHello, kAuthFrame };
+// kHello: the agent's HELLO (membership/wire.h), which must come before any other native
+// request; agent() holds its Version from then on. kAuthHello / kAuthFrame: the job-secret
+// messages (protocol.h). A kAuthFrame carries its decoded inner request in `native` and the
+// frame itself in `auth`. kRefused: a protocol-1 agent's first native request; `error` says
+// why, for that agent (the session sends it in protocol 1's ERROR layout, then closes: the
+// bytes after it cannot be framed).
+enum class FrameKind {
+  kIncomplete,
+  kError,
+  kRefused,
+  kStore,
+  kNative,
+  kHello,
+  kAuthHello,
+  kAuthFrame
+};
 
 struct Frame {
   FrameKind kind = FrameKind::kIncomplete;
@@ -64,10 +76,12 @@ class Framer {
   Frame next(std::string_view input);
 
   bool native_mode() const { return native_mode_; }
+  const std::optional<rendezvous::membership::Version>& agent() const { return agent_; }
   std::optional<Dialect> dialect() const { return dialect_; }
 
  private:
   Frame next_store(std::string_view input);
+  Frame next_hello(std::uint8_t type, std::string_view input);
   Frame next_auth(std::uint8_t type, std::string_view input);
 
   Limits limits_;
@@ -75,6 +89,7 @@ class Framer {
   std::optional<Dialect> dialect_;
   bool validated_ = false;
   bool native_mode_ = false;
+  std::optional<rendezvous::membership::Version> agent_;
 };
 
 }  // namespace ddp::rendezvous

@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#include "common/byte_codec.h"
+#include "common/codec.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -22,115 +22,64 @@ constexpr std::array<Op, 19> kModernOps = {
 
 constexpr char kModernPreamble[5] = {'\x00', '\xCE', '\xF7', '\x85', '\x3C'};
 
-// Reads one request's fields in order. The first short read or limit violation sticks:
-// later reads are no-ops, so parse code reads straight through and checks once at the end.
-class Reader {
- public:
-  Reader(std::string_view in, const Limits& limits) : in_(in), limits_(limits) {}
-
-  template <typename T>
-  void value(T& v) {
-    if (!ok()) return;
-    if (!bytes::get(in_, pos_, v)) needed_ = pos_ + sizeof(T);
-  }
-
-  void key(std::string& out) { bytes(out, limits_.max_key_bytes, "key"); }
-  void payload(std::string& out) { bytes(out, limits_.max_value_bytes, "value"); }
-
-  // A u64 count of keys (CHECK, WAIT, MULTI_GET, MULTI_SET), checked before any reserve.
-  std::size_t count() {
-    std::uint64_t n = 0;
-    value(n);
-    if (!ok()) return 0;
-    if (n > limits_.max_keys_per_query) {
-      error_ = "query names " + std::to_string(n) + " keys; the limit is " +
-               std::to_string(limits_.max_keys_per_query) + " (--max-keys)";
-      return 0;
-    }
-    return static_cast<std::size_t>(n);
-  }
-
-  bool ok() const { return needed_ == 0 && error_.empty(); }
-  std::size_t pos() const { return pos_; }
-  std::size_t needed() const { return needed_; }
-  const std::string& error() const { return error_; }
-  void fail(std::string message) {
-    if (ok()) error_ = std::move(message);
-  }
-
- private:
-  void bytes(std::string& out, std::size_t limit, const char* what) {
-    std::uint64_t len = 0;
-    value(len);
-    if (!ok()) return;
-    if (len > limit) {
-      error_ = std::string(what) + " of " + std::to_string(len) + " bytes exceeds the limit of " +
-               std::to_string(limit) + " bytes";
-      return;
-    }
-    if (in_.size() - pos_ < len) {
-      needed_ = pos_ + static_cast<std::size_t>(len);
-      return;
-    }
-    out.assign(in_.data() + pos_, static_cast<std::size_t>(len));
-    pos_ += static_cast<std::size_t>(len);
-  }
-
-  std::string_view in_;
-  const Limits& limits_;
-  std::size_t pos_ = 0;
-  std::size_t needed_ = 0;
-  std::string error_;
-};
-
-void read_keys(Reader& r, std::vector<std::string>& keys) {
-  const std::size_t n = r.count();
-  if (!r.ok()) return;
-  for (std::size_t i = 0; i < n && r.ok(); ++i) r.key(keys.emplace_back());
+// A count of keys (CHECK, WAIT, MULTI_GET, MULTI_SET), checked before anything is reserved.
+std::size_t count(codec::Reader& r, const Limits& limits) {
+  return r.count("keys in one query", limits.max_keys_per_query);
+}
+std::string key(codec::Reader& r, const Limits& limits) {
+  return r.str("key", limits.max_key_bytes);
+}
+std::string payload(codec::Reader& r, const Limits& limits) {
+  return r.str("value", limits.max_value_bytes);
 }
 
-void read_args(Reader& r, Request& req) {
+void read_keys(codec::Reader& r, const Limits& l, std::vector<std::string>& keys) {
+  const std::size_t n = count(r, l);
+  for (std::size_t i = 0; i < n && r.ok(); ++i) keys.push_back(key(r, l));
+}
+
+void read_args(codec::Reader& r, const Limits& l, Request& req) {
   switch (req.op) {
     case Op::kValidate:
-      r.value(req.word);
+      req.word = r.get<std::uint32_t>();
       if (r.ok() && req.word != kValidateMagic) r.fail("VALIDATE carries a wrong magic number");
       break;
     case Op::kPing:
-      r.value(req.word);
+      req.word = r.get<std::uint32_t>();
       break;
     case Op::kSet:
     case Op::kAppend:
     case Op::kQueuePush:
-      r.key(req.key);
-      r.payload(req.value);
+      req.key = key(r, l);
+      req.value = payload(r, l);
       break;
     case Op::kCompareSet:
-      r.key(req.key);
-      r.payload(req.value);
-      r.payload(req.desired);
+      req.key = key(r, l);
+      req.value = payload(r, l);
+      req.desired = payload(r, l);
       break;
     case Op::kGet:
     case Op::kWatchKey:
     case Op::kDeleteKey:
     case Op::kQueuePop:
     case Op::kQueueLen:
-      r.key(req.key);
+      req.key = key(r, l);
       break;
     case Op::kAdd:
     case Op::kBarrier:
-      r.key(req.key);
-      r.value(req.delta);
+      req.key = key(r, l);
+      req.delta = r.get<std::int64_t>();
       break;
     case Op::kCheck:
     case Op::kWait:
     case Op::kMultiGet:
-      read_keys(r, req.keys);
+      read_keys(r, l, req.keys);
       break;
     case Op::kMultiSet: {
-      const std::size_t n = r.count();
+      const std::size_t n = count(r, l);
       for (std::size_t i = 0; i < n && r.ok(); ++i) {
-        r.key(req.keys.emplace_back());
-        r.payload(req.values.emplace_back());
+        req.keys.push_back(key(r, l));
+        req.values.push_back(payload(r, l));
       }
       break;
     }
@@ -207,42 +156,29 @@ std::optional<Op> op_from_wire(Dialect dialect, std::uint8_t code) {
   return std::nullopt;
 }
 
-ParseResult parse_request(Dialect dialect, std::string_view input, const Limits& limits) {
-  ParseResult result;
-  if (input.empty()) {
-    result.needed = 1;
-    return result;
-  }
-  const auto code = static_cast<std::uint8_t>(input[0]);
+codec::Decoded<Request> parse_request(Dialect dialect, std::string_view input,
+                                      const Limits& limits) {
+  codec::Reader reader(input);
+  const auto code = reader.get<std::uint8_t>();
   const auto op = op_from_wire(dialect, code);
-  if (!op) {
-    result.state = ParseState::kError;
-    result.error = "unknown query type " + std::to_string(code) + " for the " +
-                   (dialect == Dialect::kModern ? "PyTorch >= 2.2" : "PyTorch 1.13") + " numbering";
-    if (code >= kFirstNativeOp) result.error += " (native rendezvous range: not a TCPStore query)";
-    return result;
+  Request request;
+  if (reader.ok() && !op) {
+    reader.fail("unknown query type " + std::to_string(code) + " for the " +
+                (dialect == Dialect::kModern ? "PyTorch >= 2.2" : "PyTorch 1.13") + " numbering" +
+                (code >= kFirstNativeOp ? " (native rendezvous range: not a TCPStore query)" : ""));
+  } else if (reader.ok()) {
+    request.op = *op;
+    read_args(reader, limits, request);
   }
-  Reader reader(input.substr(1), limits);
-  result.request.op = *op;
-  read_args(reader, result.request);
-  if (!reader.error().empty()) {
-    result.state = ParseState::kError;
-    result.error = std::string(op_name(*op)) + ": " + reader.error();
-    result.request = Request{};
-  } else if (reader.needed() != 0) {
-    result.needed = reader.needed() + 1;
-    result.request = Request{};
-    if (result.needed > limits.max_request_bytes) {
-      result.state = ParseState::kError;
-      result.error = std::string(op_name(*op)) + ": request of at least " +
-                     std::to_string(result.needed) + " bytes exceeds the limit of " +
-                     std::to_string(limits.max_request_bytes) + " bytes";
-    }
-  } else {
-    result.state = ParseState::kComplete;
-    result.consumed = reader.pos() + 1;
+  auto d = reader.finish(std::move(request));
+  if (d.state == codec::DecodeState::kIncomplete && d.needed > limits.max_request_bytes) {
+    d.state = codec::DecodeState::kError;
+    d.error = "request of at least " + std::to_string(d.needed) + " bytes exceeds the limit of " +
+              std::to_string(limits.max_request_bytes) + " bytes";
   }
-  return result;
+  if (d.state == codec::DecodeState::kError && op)
+    d.error = std::string(op_name(*op)) + ": " + d.error;
+  return d;
 }
 
 DialectGuess detect_dialect(std::string_view first_bytes) {
@@ -255,46 +191,46 @@ std::optional<std::string> encode_request(Dialect dialect, const Request& req) {
   const auto code = wire_code(dialect, req.op);
   if (!code) return std::nullopt;
   std::string out;
-  put_u8(out, *code);
+  codec::put<std::uint8_t>(out, *code);
   switch (req.op) {
     case Op::kValidate:
     case Op::kPing:
-      put_u32(out, req.word);
+      codec::put<std::uint32_t>(out, req.word);
       break;
     case Op::kSet:
     case Op::kAppend:
     case Op::kQueuePush:
-      put_bytes(out, req.key);
-      put_bytes(out, req.value);
+      codec::put_str(out, req.key);
+      codec::put_str(out, req.value);
       break;
     case Op::kCompareSet:
-      put_bytes(out, req.key);
-      put_bytes(out, req.value);
-      put_bytes(out, req.desired);
+      codec::put_str(out, req.key);
+      codec::put_str(out, req.value);
+      codec::put_str(out, req.desired);
       break;
     case Op::kGet:
     case Op::kWatchKey:
     case Op::kDeleteKey:
     case Op::kQueuePop:
     case Op::kQueueLen:
-      put_bytes(out, req.key);
+      codec::put_str(out, req.key);
       break;
     case Op::kAdd:
     case Op::kBarrier:
-      put_bytes(out, req.key);
-      put_i64(out, req.delta);
+      codec::put_str(out, req.key);
+      codec::put<std::int64_t>(out, req.delta);
       break;
     case Op::kCheck:
     case Op::kWait:
     case Op::kMultiGet:
-      put_u64(out, req.keys.size());
-      for (const auto& k : req.keys) put_bytes(out, k);
+      codec::put<std::uint64_t>(out, req.keys.size());
+      for (const auto& k : req.keys) codec::put_str(out, k);
       break;
     case Op::kMultiSet:
-      put_u64(out, req.keys.size());
+      codec::put<std::uint64_t>(out, req.keys.size());
       for (std::size_t i = 0; i < req.keys.size(); ++i) {
-        put_bytes(out, req.keys[i]);
-        put_bytes(out, i < req.values.size() ? std::string_view(req.values[i]) : "");
+        codec::put_str(out, req.keys[i]);
+        codec::put_str(out, i < req.values.size() ? std::string_view(req.values[i]) : "");
       }
       break;
     case Op::kGetNumKeys:
@@ -303,22 +239,6 @@ std::optional<std::string> encode_request(Dialect dialect, const Request& req) {
       break;
   }
   return out;
-}
-
-void put_u8(std::string& out, std::uint8_t v) { out.push_back(static_cast<char>(v)); }
-void put_u32(std::string& out, std::uint32_t v) { bytes::put(out, v); }
-void put_i64(std::string& out, std::int64_t v) { bytes::put(out, v); }
-void put_u64(std::string& out, std::uint64_t v) { bytes::put(out, v); }
-void put_bytes(std::string& out, std::string_view bytes) {
-  put_u64(out, bytes.size());
-  out.append(bytes);
-}
-
-bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v) {
-  return bytes::get(in, pos, v);
-}
-bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v) {
-  return bytes::get(in, pos, v);
 }
 
 }  // namespace ddp::rendezvous

@@ -45,8 +45,9 @@
 //                     version uses them). This parser rejects them; the session's Framer
 //                     (framer.h) routes 0x80..0x8F to membership/wire.h before it is called.
 //
-// Job secrets (issue 21): three messages of the native range authenticate an agent's native
-// requests (rendezvous/auth/auth.h computes the MAC; the NativeHub's Gate decides).
+// Job secrets: three messages of the native range authenticate an agent's native requests
+// (rendezvous/auth/auth.h computes the MAC; the NativeHub's Gate decides). Each is framed as
+// every native message is (membership/wire.h): `u8 type | u32 n | n bytes of fields`.
 //
 //   type  message (direction)          fields
 //   ----  ---------------------------  ----------------------------------------------------
@@ -56,9 +57,10 @@
 //   0x89  AUTH_FRAME (agent -> daemon)  u64 counter, u8[32] mac, | covered:
 //                                       u8 has_wrap (0/1), [u8[32] agent X25519 public key,
 //                                       u8[32] wrapped job key], u64 n, n bytes: one native
-//                                       request 0x80..0x87 or 0x8B (membership/wire.h)
+//                                       request (membership/wire.h), framed as sent alone
 //
 //   agent                                        daemon
+//     | HELLO, VERSION (membership/wire.h)          |  the version handshake comes first
 //     | AUTH_HELLO "job-A"                          |  binds the connection to job-A
 //     |-------------------------------------------->|
 //     |            CHALLENGE nonce, keyed, dpub     |  nonce: 32 fresh random bytes
@@ -69,10 +71,6 @@
 //
 // A wrap is sent only when CHALLENGE said the job has no key yet (trust on first use,
 // rendezvous/auth/key_wrap.h).
-//
-// 0x8A was AUTH_OPEN (an open without the challenge round trip, removed in issue 31): the
-// daemon answers it with an ERROR push (kUnauthenticated, naming the upgrade) and closes the
-// connection, since the bytes after it cannot be framed.
 //
 // After AUTH_HELLO a connection's native requests must all be AUTH_FRAMEs; TCPStore
 // queries stay as they are. Limits (checked before any allocation): run_id <=
@@ -91,6 +89,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/codec.h"
 #include "rendezvous/auth/auth.h"
 #include "rendezvous/auth/key_wrap.h"
 #include "rendezvous/limits.h"
@@ -155,22 +154,10 @@ struct Request {
   bool operator==(const Request&) const = default;
 };
 
-enum class ParseState { kIncomplete, kError, kComplete };
-
-struct ParseResult {
-  ParseState state = ParseState::kIncomplete;
-  Request request;           // when kComplete
-  std::size_t consumed = 0;  // when kComplete: bytes of `input` the request used
-  // When kIncomplete: the smallest total input size that can make progress (lets the
-  // caller skip re-parsing until a large value has fully arrived).
-  std::size_t needed = 0;
-  std::string error;  // when kError: names the problem, e.g. "key of 1073741824 bytes
-                      // exceeds the limit of 8192"
-};
-
 // Parses the first request of `input`. Pure; never reads past `input`; every declared
 // length and count is checked against `limits` before anything is allocated for it.
-ParseResult parse_request(Dialect dialect, std::string_view input, const Limits& limits);
+codec::Decoded<Request> parse_request(Dialect dialect, std::string_view input,
+                                      const Limits& limits);
 
 enum class DialectGuess { kNeedMore, kLegacy113, kModern };
 DialectGuess detect_dialect(std::string_view first_bytes);
@@ -178,22 +165,9 @@ DialectGuess detect_dialect(std::string_view first_bytes);
 // Request encoder (client side and tests). Returns nullopt when the dialect lacks the op.
 std::optional<std::string> encode_request(Dialect dialect, const Request& request);
 
-// Reply building blocks (server side); each appends to `out`.
-void put_u8(std::string& out, std::uint8_t v);
-void put_u32(std::string& out, std::uint32_t v);
-void put_i64(std::string& out, std::int64_t v);
-void put_u64(std::string& out, std::uint64_t v);
-void put_bytes(std::string& out, std::string_view bytes);  // u64 length + bytes
-
-// Raw readers for replies (client side); return false when `in` is too short.
-// Each advances `pos` past what it read.
-bool get_u8(std::string_view in, std::size_t& pos, std::uint8_t& v);
-bool get_u64(std::string_view in, std::size_t& pos, std::uint64_t& v);
-
 // ---- job secrets: AUTH_HELLO, AUTH_FRAME, CHALLENGE (drawn above) ----------------------
 inline constexpr std::uint8_t kAuthHelloType = 0x88;
 inline constexpr std::uint8_t kAuthFrameType = 0x89;
-inline constexpr std::uint8_t kRemovedAuthOpenType = 0x8A;  // refused (see above)
 inline constexpr std::uint8_t kChallengeType = 0x97;
 
 struct AuthLimits {
@@ -217,15 +191,6 @@ struct ChallengeMessage {
   bool operator==(const ChallengeMessage&) const = default;
 };
 
-template <typename T>
-struct Parsed {
-  ParseState state = ParseState::kIncomplete;
-  T value{};
-  std::size_t consumed = 0;  // kComplete
-  std::size_t needed = 0;    // kIncomplete: the smallest input size that can make progress
-  std::string error;         // kError
-};
-
 std::string encode_auth_hello(std::string_view run_id);
 // The covered part of an AUTH_FRAME: has_wrap, [wrap], u64 n, request.
 std::string auth_covered(const std::optional<auth::KeyWrap>& wrap, std::string_view request);
@@ -235,8 +200,8 @@ std::string encode_challenge(const ChallengeMessage& challenge);
 
 // Decode the first message of `input` (which starts with the type byte). Pure; lengths are
 // checked against `limits` before anything is allocated.
-Parsed<std::string> parse_auth_hello(std::string_view input, const AuthLimits& limits);
-Parsed<AuthFrame> parse_auth_frame(std::string_view input, const AuthLimits& limits);
-Parsed<ChallengeMessage> parse_challenge(std::string_view input);
+codec::Decoded<std::string> parse_auth_hello(std::string_view input, const AuthLimits& limits);
+codec::Decoded<AuthFrame> parse_auth_frame(std::string_view input, const AuthLimits& limits);
+codec::Decoded<ChallengeMessage> parse_challenge(std::string_view input);
 
 }  // namespace ddp::rendezvous

@@ -99,11 +99,35 @@ void RdzvClient::join(rendezvous::membership::JoinRequest request,
     run_id_ = request.run_id;
     job_key_ = auth::job_key(*secret_, run_id_);
     mac_key_.emplace(job_key_);
-    held_join_ = std::move(request);
-    send(encode_auth_hello(run_id_));
+  }
+  held_join_ = std::move(request);
+  version_pending_ = true;
+  send(rendezvous::membership::encode_hello(rendezvous::membership::this_version()));
+  // VERSION is owed from now on: a daemon silent for the budget is lost, as after JOIN (the
+  // ticks send nothing before JOIN is on the wire).
+  owed_since_ = Clock::now();
+  heartbeats_on_ = true;
+  arm_heartbeat();
+}
+
+void RdzvClient::on_version(std::optional<rendezvous::membership::Version> daemon) {
+  version_pending_ = false;
+  owed_since_.reset();
+  const auto agent = rendezvous::membership::this_version();
+  if (!daemon || !rendezvous::membership::compatible(agent, *daemon)) {
+    auto done = std::move(join_done_);
+    join_done_ = nullptr;
+    end(Status::ok());
+    done(protocol_error(rendezvous::membership::skew_message(agent, daemon, peer_)));
     return;
   }
-  send(rendezvous::membership::encode_request(request));
+  if (secret_) {
+    send(encode_auth_hello(run_id_));  // the JOIN waits for the CHALLENGE, owed like VERSION
+    owed_since_ = Clock::now();
+    return;
+  }
+  send(rendezvous::membership::encode_request(*held_join_));
+  held_join_.reset();
   joined_sent();
 }
 
@@ -122,6 +146,7 @@ void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
     return;
   }
   challenge_ = challenge.challenge;
+  owed_since_.reset();
   std::optional<auth::KeyWrap> wrap;
   if (!challenge.job_keyed) {
     // The daemon does not know this job yet: register its key (trust on first use).
@@ -141,12 +166,12 @@ void RdzvClient::on_challenge(const ChallengeMessage& challenge) {
 }
 
 void RdzvClient::send_native(const rendezvous::membership::Request& request) {
+  if (!join_sent_) return;  // nothing to say before JOIN (the daemon would refuse it)
   std::string bytes = rendezvous::membership::encode_request(request);
   if (!secret_) {
     send(std::move(bytes));
     return;
   }
-  if (!challenge_) return;  // nothing to say before JOIN (the daemon would refuse it)
   const std::string covered = auth_covered(std::nullopt, bytes);
   const auth::Mac mac = auth::frame_mac(*mac_key_, *challenge_, counter_, run_id_, covered);
   send(encode_auth_frame(counter_++, mac, covered));

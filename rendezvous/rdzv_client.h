@@ -16,9 +16,13 @@
 // except completions that report the end (kCancelled after close(), else the disconnect's
 // status).
 //
-// Flow:  connect -> join -> Joined (callback) -> RoundComplete / StopWorkers / JobFinished /
+// Flow:  connect -> join (HELLO, VERSION, JOIN) -> Joined (callback) -> RoundComplete / StopWorkers
+// / JobFinished /
 //        ErrorEvent / Waiting / Straggler pushes (on_event) ... -> LEAVE (send_request) or
 //        close().
+// join() first sends HELLO and reads the daemon's VERSION (membership/wire.h): a daemon whose
+// protocol cannot work with this one, or a protocol-1 daemon, ends the join with kProtocol
+// naming both ddprun versions and the side to upgrade.
 // Heartbeats start once JOIN is on the wire and are sent every config.keep_alive_interval
 // until close; the daemon drops a node silent for keep_alive_interval * keep_alive_max_attempt.
 // The other direction: each heartbeat tick with no store query outstanding also sends a
@@ -29,13 +33,13 @@
 // A heartbeat tick that fires over an interval late means this process itself was paused
 // (SIGSTOP, a VM freeze): silence is then counted from the wake-up, so what the daemon sent
 // meanwhile (e.g. that it removed this node) is read before the daemon is judged silent.
-// Job secrets (issue 21): after use_secret(), join() first sends AUTH_HELLO, waits for the
+// Job secrets: after use_secret(), join() sends AUTH_HELLO after VERSION, waits for the
 // daemon's CHALLENGE, and from then on every native request (JOIN, heartbeats, reports, LEAVE)
 // goes out as an AUTH_FRAME signed with the job key (rendezvous/auth/auth.h, protocol.h): one
 // round trip per connection. The secret stays in this object; only MACs and, for a job the
 // daemon does not know yet, the X25519-wrapped job key go on the wire (a fresh X25519 pair
 // per wrap: rendezvous/auth/key_wrap.h). The agent calls join() from its connect callback, so
-// AUTH_HELLO goes out as soon as the connection is up. A wrong secret ends the join with
+// HELLO goes out as soon as the connection is up. A wrong secret ends the join with
 // kUnauthenticated. TCPStore queries may share the connection (rendezvous/framer.h): store()
 // keeps one in flight and queues the rest, so replies match queries; a WAIT that never
 // completes blocks later store() calls (but not rendezvous traffic).
@@ -55,6 +59,7 @@
 
 #include "common/status.h"
 #include "rendezvous/membership/messages.h"
+#include "rendezvous/membership/wire.h"
 #include "rendezvous/protocol.h"
 
 namespace ddp::rendezvous {
@@ -123,6 +128,11 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   void send(std::string bytes);
   // A native request, signed when a secret is in use.
   void send_native(const rendezvous::membership::Request& request);
+  // The daemon's VERSION (nullopt: a protocol-1 daemon's refusal of HELLO): sends AUTH_HELLO
+  // or the held JOIN, or ends the join with the version skew.
+  void on_version(std::optional<rendezvous::membership::Version> daemon);
+  // Reads the answer to HELLO at the front of `rest`; the bytes used, 0 while incomplete.
+  std::size_t consume_version(std::string_view rest);
   // The daemon's CHALLENGE: sends the held JOIN as the first AUTH_FRAME.
   void on_challenge(const ChallengeMessage& challenge);
   // JOIN is on the wire: heartbeats and held store queries start.
@@ -169,7 +179,8 @@ class RdzvClient : public std::enable_shared_from_this<RdzvClient> {
   std::string run_id_;
   std::optional<auth::Challenge> challenge_;
   std::uint64_t counter_ = 0;
-  std::optional<rendezvous::membership::JoinRequest> held_join_;  // until the CHALLENGE
+  bool version_pending_ = false;  // HELLO sent, VERSION not read yet
+  std::optional<rendezvous::membership::JoinRequest> held_join_;  // until JOIN is sent
 };
 
 }  // namespace ddp::rendezvous

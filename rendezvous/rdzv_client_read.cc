@@ -38,17 +38,24 @@ bool RdzvClient::consume() {
   while (used < view.size() && !ended_) {
     const std::string_view rest = view.substr(used);
     if (static_cast<std::uint8_t>(rest.front()) == kStoreReplyType) {
-      std::size_t pos = 1;
-      std::uint64_t n = 0;
-      if (!get_u64(rest, pos, n) || rest.size() - pos < n) break;
-      on_store_reply(std::string(rest.substr(pos, n)));
-      used += pos + n;
+      codec::Reader in(rest);
+      in.get<std::uint8_t>();
+      std::string reply = in.str("store reply", rest.size());
+      if (!in.ok()) break;
+      used += in.pos();
+      on_store_reply(std::move(reply));
+      continue;
+    }
+    if (version_pending_) {
+      const std::size_t used_by_version = consume_version(rest);
+      if (used_by_version == 0) break;
+      used += used_by_version;
       continue;
     }
     if (static_cast<std::uint8_t>(rest.front()) == kChallengeType) {
       auto challenge = parse_challenge(rest);
-      if (challenge.state == ParseState::kIncomplete) break;
-      if (challenge.state == ParseState::kError) {
+      if (challenge.state == codec::DecodeState::kIncomplete) break;
+      if (challenge.state == codec::DecodeState::kError) {
         end(protocol_error("bad CHALLENGE from the rendezvous daemon at " + peer_ + ": " +
                            challenge.error));
         return false;
@@ -58,18 +65,38 @@ bool RdzvClient::consume() {
       continue;
     }
     auto decoded = rendezvous::membership::decode_push(rest);
-    if (decoded.state == rendezvous::membership::DecodeState::kIncomplete) break;
-    if (decoded.state == rendezvous::membership::DecodeState::kError) {
+    if (decoded.state == codec::DecodeState::kIncomplete) break;
+    if (decoded.state == codec::DecodeState::kError) {
       end(protocol_error("undecodable push from the rendezvous daemon at " + peer_ + ": " +
                          decoded.error + "; is it a ddprun daemon of the same version?"));
       return false;
     }
     used += decoded.consumed;
-    if (!on_push(std::move(decoded.message))) return false;
+    if (!on_push(std::move(decoded.value))) return false;
   }
   in_.erase(0, used);
   if (in_.empty()) std::string().swap(in_);
   return !ended_;
+}
+
+std::size_t RdzvClient::consume_version(std::string_view rest) {
+  if (static_cast<std::uint8_t>(rest.front()) == rendezvous::membership::kErrorType) {
+    // Protocol 1's ERROR: a ddprun 0.1 daemon refusing HELLO (its removed AUTH_OPEN).
+    auto refusal = rendezvous::membership::decode_legacy_error(rest);
+    if (refusal.state == codec::DecodeState::kIncomplete) return 0;
+    on_version(std::nullopt);
+    return refusal.state == codec::DecodeState::kComplete ? refusal.consumed : rest.size();
+  }
+  auto version = rendezvous::membership::decode_version(rest);
+  if (version.state == codec::DecodeState::kIncomplete) return 0;
+  if (version.state == codec::DecodeState::kError) {
+    end(protocol_error("the rendezvous daemon at " + peer_ +
+                       " did not answer HELLO with VERSION (" + version.error +
+                       "); is it a ddprun daemon?"));
+    return rest.size();
+  }
+  on_version(std::move(version.value));
+  return version.consumed;
 }
 
 bool RdzvClient::on_push(rendezvous::membership::Payload push) {

@@ -145,10 +145,14 @@ std::optional<std::size_t> Session::handle_all(std::string_view view) {
         return std::nullopt;
       case FrameKind::kRefused:
         // Told to the agent (its join ends with it), then closed: what follows is unframable.
-        push(rendezvous::membership::encode_push(
-            rendezvous::membership::ErrorEvent{ErrorCode::kUnauthenticated, frame.error}));
+        push(rendezvous::membership::encode_legacy_error(ErrorCode::kProtocol, frame.error));
         close(frame.error, true);
         return std::nullopt;
+      case FrameKind::kHello:
+        used += frame.consumed;
+        first_request_done();
+        if (!answer_hello()) return std::nullopt;
+        break;
       case FrameKind::kStore:
         used += frame.consumed;
         first_request_done();
@@ -222,6 +226,16 @@ void Session::handle_native(rendezvous::membership::Request request) {
   ctx_->native.handle(*node_id_, std::move(request));
 }
 
+bool Session::answer_hello() {
+  if (!become_native()) return false;
+  const auto daemon = rendezvous::membership::this_version();
+  push(rendezvous::membership::encode_version(daemon));
+  if (rendezvous::membership::compatible(*framer_.agent(), daemon)) return true;
+  // The agent reads VERSION and says the same; nothing it sends next could be understood.
+  close(rendezvous::membership::skew_message(framer_.agent(), daemon, ""), true);
+  return false;
+}
+
 void Session::handle_auth(Frame& frame) {
   if (!become_native()) return;
   if (frame.kind == FrameKind::kAuthHello) {
@@ -282,17 +296,17 @@ void Session::wait_satisfied() {
     }
     put_store_reply(out_, reply);
   } else {
-    put_u8(out_, kStopWaiting);
+    codec::put<std::uint8_t>(out_, kStopWaiting);
   }
   flush();
 }
 
 void Session::key_changed(WatchEvent event, std::string_view key, std::string_view old_value,
                           std::string_view new_value) {
-  put_u8(out_, static_cast<std::uint8_t>(event));
-  put_bytes(out_, key);
-  put_bytes(out_, old_value);
-  put_bytes(out_, new_value);
+  codec::put<std::uint8_t>(out_, static_cast<std::uint8_t>(event));
+  codec::put_str(out_, key);
+  codec::put_str(out_, old_value);
+  codec::put_str(out_, new_value);
   flush();
 }
 

@@ -118,6 +118,8 @@ class Session final : public Subscriber,
   bool handle_store(Request& request);
   bool handle(Request& request);  // applies a TCPStore query, appends its raw reply to out_
   void handle_native(rendezvous::membership::Request request);
+  // Answers the agent's HELLO with VERSION; false (closed) when the two cannot work together.
+  bool answer_hello();
   // The job-secret messages (protocol.h): same WATCH_KEY exclusion, then the hub's gate.
   void handle_auth(Frame& frame);
   bool become_native();  // false after closing (WATCH_KEY on this connection)

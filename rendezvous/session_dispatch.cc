@@ -16,10 +16,10 @@ bool Session::handle(Request& req) {
       store.set(req.key, std::move(req.value));
       break;
     case Op::kCompareSet:
-      put_bytes(out_, store.compare_set(req.key, req.value, std::move(req.desired)));
+      codec::put_str(out_, store.compare_set(req.key, req.value, std::move(req.desired)));
       break;
     case Op::kGet:
-      put_bytes(out_, store.get(req.key));
+      codec::put_str(out_, store.get(req.key));
       break;
     case Op::kAdd: {
       auto total = store.add(req.key, req.delta);
@@ -27,7 +27,7 @@ bool Session::handle(Request& req) {
         close(total.status().message(), true);
         return false;
       }
-      put_i64(out_, *total);
+      codec::put<std::int64_t>(out_, *total);
       break;
     }
     case Op::kBarrier: {
@@ -36,31 +36,31 @@ bool Session::handle(Request& req) {
         close(complete.status().message(), true);
         return false;
       }
-      if (*complete) put_u8(out_, kStopWaiting);
+      if (*complete) codec::put<std::uint8_t>(out_, kStopWaiting);
       break;
     }
     case Op::kCheck:
-      put_u8(out_, store.check(req.keys) ? kCheckReady : kCheckNotReady);
+      codec::put<std::uint8_t>(out_, store.check(req.keys) ? kCheckReady : kCheckNotReady);
       break;
     case Op::kWait:
-      if (store.wait(*this, req.keys)) put_u8(out_, kStopWaiting);
+      if (store.wait(*this, req.keys)) codec::put<std::uint8_t>(out_, kStopWaiting);
       break;
     case Op::kGetNumKeys:
-      put_i64(out_, store.num_keys());
+      codec::put<std::int64_t>(out_, store.num_keys());
       break;
     case Op::kWatchKey:
       watching_ = true;
       store.watch(*this, req.key);
-      put_u8(out_, kWatchRegistered);
+      codec::put<std::uint8_t>(out_, kWatchRegistered);
       break;
     case Op::kDeleteKey:
-      put_i64(out_, store.delete_key(req.key));
+      codec::put<std::int64_t>(out_, store.delete_key(req.key));
       break;
     case Op::kAppend:
       store.append(req.key, req.value);
       break;
     case Op::kMultiGet:
-      for (const auto& key : req.keys) put_bytes(out_, store.get(key));
+      for (const auto& key : req.keys) codec::put_str(out_, store.get(key));
       break;
     case Op::kMultiSet:
       for (std::size_t i = 0; i < req.keys.size(); ++i) {
@@ -69,27 +69,27 @@ bool Session::handle(Request& req) {
       break;
     case Op::kCancelWait:
       store.cancel_waits(*this);
-      put_u8(out_, kWaitCanceled);
+      codec::put<std::uint8_t>(out_, kWaitCanceled);
       break;
     case Op::kPing:
-      put_u32(out_, req.word);
+      codec::put<std::uint32_t>(out_, req.word);
       break;
     case Op::kQueuePush:
       store.queue_push(req.key, std::move(req.value));
       break;
     case Op::kQueuePop: {
       auto popped = store.queue_pop(req.key);
-      put_i64(out_, popped.length_before);
-      if (popped.value) put_bytes(out_, *popped.value);
+      codec::put<std::int64_t>(out_, popped.length_before);
+      if (popped.value) codec::put_str(out_, *popped.value);
       break;
     }
     case Op::kQueueLen:
-      put_i64(out_, store.queue_len(req.key));
+      codec::put<std::int64_t>(out_, store.queue_len(req.key));
       break;
     case Op::kList: {
       auto keys = store.list_keys();
-      put_i64(out_, static_cast<std::int64_t>(keys.size()));
-      for (const auto& key : keys) put_bytes(out_, key);
+      codec::put<std::int64_t>(out_, static_cast<std::int64_t>(keys.size()));
+      for (const auto& key : keys) codec::put_str(out_, key);
       break;
     }
   }

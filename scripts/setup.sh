@@ -51,3 +51,6 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDDP_WERROR="${CI:+ON}"
 fi
 cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+
+# ddprun 0.1, for the version-skew tests.
+scripts/old_ddprun.sh "$BUILD_DIR"

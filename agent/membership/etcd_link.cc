@@ -122,7 +122,7 @@ asio::awaitable<void> EtcdLink::run_open() {
   if (!finished->kvs.empty()) {
     auto decoded = membership::decode_push(finished->kvs[0].value);
     auto* f = decoded.state == membership::DecodeState::kComplete
-                  ? std::get_if<membership::JobFinished>(&decoded.message)
+                  ? std::get_if<membership::JobFinished>(&decoded.value)
                   : nullptr;
     co_return lost(job_finished(
         "job '" + setup_.group.run_id + "' finished (" +

@@ -22,6 +22,9 @@
 // local world sizes, every agent names the same store address, every JobFinished the same
 // exit code. Prints one JSON object on stdout (times, and this process's own CPU time);
 // exits 1 on a wrong result or a timeout.
+// Every agent's first write starts with HELLO (the version handshake, membership/wire.h), sent
+// with what follows it rather than a round trip earlier as RdzvClient::join() does; the VERSION
+// answer is checked for compatibility and otherwise skipped.
 // --loss spare|joiner (bench/spares/run.sh): instead of stop and finish, node loss -> every
 // node in its next round. The participant of group rank 1 closes its connection at T0 (the
 // daemon sees the close at once, as when an agent is SIGKILLed) and every survivor answers its
@@ -103,6 +106,7 @@ struct Agent {
   std::string in;
   std::vector<char> buffer = std::vector<char>(2048);
   std::deque<std::string> out;  // every write of this agent (kept until the run ends)
+  bool hello_sent = false;      // HELLO went out with its first write
   auth::Key key{};              // --secret: the job key, derived by this agent at AUTH_HELLO
   std::optional<auth::MacKey> mac_key;              // `key` made ready, as RdzvClient keeps it
   std::optional<rdzv::ChallengeMessage> challenge;  // --secret: the handshake's answer
@@ -261,7 +265,12 @@ class Bench {
   }
 
   void send(Agent& a, std::string bytes) {
-    if (bytes.empty()) return;          // outgoing() failed and flagged the protocol error
+    if (bytes.empty()) return;  // outgoing() failed and flagged the protocol error
+    if (!a.hello_sent) {
+      // The version handshake comes first on every native connection.
+      bytes.insert(0, m::encode_hello(m::this_version()));
+      a.hello_sent = true;
+    }
     a.out.push_back(std::move(bytes));  // stable until the run ends: writes never overlap it
     asio::async_write(a.socket, asio::buffer(a.out.back()),
                       [](boost::system::error_code ec, std::size_t) {
@@ -285,12 +294,26 @@ class Bench {
             const std::string_view rest = std::string_view(a.in).substr(used);
             if (!rest.empty() && static_cast<std::uint8_t>(rest[0]) == rdzv::kChallengeType) {
               auto c = rdzv::parse_challenge(rest);
-              if (c.state != rdzv::ParseState::kComplete) break;
+              if (c.state != m::DecodeState::kComplete) break;
               used += c.consumed;
               on_challenge(a, c.value);
               continue;
             }
-            auto d = m::decode_push(std::string_view(a.in).substr(used));
+            if (!rest.empty() && static_cast<std::uint8_t>(rest[0]) == m::kVersionType) {
+              auto v = m::decode_version(rest);
+              if (v.state == m::DecodeState::kIncomplete) break;
+              if (v.state == m::DecodeState::kError || !m::compatible(m::this_version(), v.value)) {
+                std::cerr << (v.state == m::DecodeState::kError
+                                  ? "bad VERSION: " + v.error
+                                  : m::skew_message(m::this_version(), v.value, ""))
+                          << "\n";
+                protocol_error_ = true;
+                return;
+              }
+              used += v.consumed;
+              continue;
+            }
+            auto d = m::decode_push(rest);
             if (d.state == m::DecodeState::kIncomplete) break;
             if (d.state == m::DecodeState::kError) {
               std::cerr << "bad push: " << d.error << "\n";
@@ -298,20 +321,20 @@ class Bench {
               return;
             }
             used += d.consumed;
-            if (auto* j = std::get_if<m::Joined>(&d.message)) a.joined = *j;
-            if (auto* r = std::get_if<m::RoundComplete>(&d.message)) {
+            if (auto* j = std::get_if<m::Joined>(&d.value)) a.joined = *j;
+            if (auto* r = std::get_if<m::RoundComplete>(&d.value)) {
               a.round = *r;
               a.round_at = Clock::now();
             }
-            if (auto* s = std::get_if<m::StopWorkers>(&d.message)) {
+            if (auto* s = std::get_if<m::StopWorkers>(&d.value)) {
               a.stop = *s;
               a.stop_at = Clock::now();
               if (answer_stops_) {
                 send(a, outgoing(a, m::encode_request(m::WorkersStopped{s->round}), false));
               }
             }
-            if (auto* f = std::get_if<m::JobFinished>(&d.message)) a.finished = *f;
-            if (auto* e = std::get_if<m::ErrorEvent>(&d.message)) {
+            if (auto* f = std::get_if<m::JobFinished>(&d.value)) a.finished = *f;
+            if (auto* e = std::get_if<m::ErrorEvent>(&d.value)) {
               std::cerr << "error push: " << e->message << "\n";
               protocol_error_ = true;
             }

@@ -28,7 +28,7 @@ std::optional<membership::JobFinished> read_etcd_outcome(const agent::EtcdSettin
   if (!kv) return std::nullopt;
   auto decoded = membership::decode_push(kv->value);
   if (decoded.state != membership::DecodeState::kComplete) return std::nullopt;
-  if (auto* f = std::get_if<membership::JobFinished>(&decoded.message)) return *f;
+  if (auto* f = std::get_if<membership::JobFinished>(&decoded.value)) return *f;
   return std::nullopt;
 }
 

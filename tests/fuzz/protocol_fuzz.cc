@@ -14,6 +14,7 @@
 namespace {
 
 using namespace ddp::rendezvous;
+namespace codec = ddp::codec;
 
 class NullSubscriber : public Subscriber {
  public:
@@ -103,19 +104,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Store store;
   NullSubscriber who;
   while (!in.empty()) {
-    ParseResult r = parse_request(dialect, in, limits);
-    if (r.state == ParseState::kError) {
+    codec::Decoded<Request> r = parse_request(dialect, in, limits);
+    if (r.state == codec::DecodeState::kError) {
       check(!r.error.empty());
       break;
     }
-    if (r.state == ParseState::kIncomplete) {
+    if (r.state == codec::DecodeState::kIncomplete) {
       check(r.needed > in.size());
       break;
     }
     check(r.consumed > 0 && r.consumed <= in.size());
-    auto again = encode_request(dialect, r.request);
+    auto again = encode_request(dialect, r.value);
     check(again.has_value() && *again == in.substr(0, r.consumed));
-    apply(store, who, r.request);
+    apply(store, who, r.value);
     in.remove_prefix(r.consumed);
   }
   store.drop(who);

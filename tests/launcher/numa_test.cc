@@ -185,9 +185,10 @@ TEST_CASE("place_workers reads the tree and this process's affinity", "[numa]") 
   // fake tree), else nothing.
   REQUIRE(config.memory_nodes.size() == 1);
   CHECK(config.memory_nodes[0].size() <= 1);
+  const auto topology = read_numa_topology(sys.root);  // kept: node_cpus refers into it
+  REQUIRE(topology);
   for (int node : config.memory_nodes[0]) {
-    const auto& node_cpus = read_numa_topology(sys.root)->node_cpus.at(node);
-    CHECK(node_cpus.contains(config.cpu_affinity[0].front()));
+    CHECK(topology->node_cpus.at(node).contains(config.cpu_affinity[0].front()));
   }
   CHECK_THAT(place_workers(config, sys.root / "missing", nvidia).message(),
              Catch::Contains("--numa-binding: cannot read"));

@@ -13,6 +13,7 @@
 #include "rendezvous/membership/wire.h"
 #include "rendezvous/protocol.h"
 #include "tests/catch.h"
+#include "tests/rendezvous/wire_bytes.h"
 
 namespace ddp::rendezvous::auth {
 namespace {
@@ -128,11 +129,11 @@ TEST_CASE("AUTH messages round-trip and every cut point is incomplete", "[auth][
   const std::string hello = encode_auth_hello("job-a");
   for (std::size_t cut = 0; cut < hello.size(); ++cut) {
     auto p = parse_auth_hello(std::string_view(hello).substr(0, cut), limits);
-    CHECK(p.state == ParseState::kIncomplete);
+    CHECK(p.state == codec::DecodeState::kIncomplete);
     CHECK(p.needed > cut);
   }
   auto h = parse_auth_hello(hello, limits);
-  REQUIRE(h.state == ParseState::kComplete);
+  REQUIRE(h.state == codec::DecodeState::kComplete);
   CHECK(h.value == "job-a");
   CHECK(h.consumed == hello.size());
 
@@ -145,11 +146,11 @@ TEST_CASE("AUTH messages round-trip and every cut point is incomplete", "[auth][
     const std::string frame = encode_auth_frame(9, filled(5), covered);
     for (std::size_t cut = 0; cut < frame.size(); ++cut) {
       auto p = parse_auth_frame(std::string_view(frame).substr(0, cut), limits);
-      CHECK(p.state == ParseState::kIncomplete);
+      CHECK(p.state == codec::DecodeState::kIncomplete);
       CHECK(p.needed > cut);
     }
     auto f = parse_auth_frame(frame + "tail", limits);
-    REQUIRE(f.state == ParseState::kComplete);
+    REQUIRE(f.state == codec::DecodeState::kComplete);
     CHECK(f.consumed == frame.size());
     CHECK(f.value.counter == 9);
     CHECK(f.value.mac == filled(5));
@@ -161,11 +162,28 @@ TEST_CASE("AUTH messages round-trip and every cut point is incomplete", "[auth][
   const ChallengeMessage challenge{filled(6), true, filled(7)};
   const std::string c = encode_challenge(challenge);
   for (std::size_t cut = 0; cut < c.size(); ++cut) {
-    CHECK(parse_challenge(std::string_view(c).substr(0, cut)).state == ParseState::kIncomplete);
+    CHECK(parse_challenge(std::string_view(c).substr(0, cut)).state ==
+          codec::DecodeState::kIncomplete);
   }
   auto pc = parse_challenge(c);
-  REQUIRE(pc.state == ParseState::kComplete);
+  REQUIRE(pc.state == codec::DecodeState::kComplete);
   CHECK(pc.value == challenge);
+
+  // A newer peer's fields after those this build knows are skipped; an AUTH_FRAME's MAC still
+  // covers exactly the wrap flag to the request's end.
+  const std::string newer_challenge = test::framed(kChallengeType, c.substr(5) + "new field");
+  auto pn = parse_challenge(newer_challenge + "next");
+  REQUIRE(pn.state == codec::DecodeState::kComplete);
+  CHECK(pn.value == challenge);
+  CHECK(pn.consumed == newer_challenge.size());
+  const std::string covered = auth_covered(std::nullopt, request);
+  const std::string newer_frame =
+      test::framed(kAuthFrameType, encode_auth_frame(3, filled(5), covered).substr(5) + "new");
+  auto nf = parse_auth_frame(newer_frame, limits);
+  REQUIRE(nf.state == codec::DecodeState::kComplete);
+  CHECK(nf.consumed == newer_frame.size());
+  CHECK(nf.value.covered == covered);
+  CHECK(nf.value.request() == request);
 }
 
 TEST_CASE("AUTH lengths are checked against the limits before anything is allocated",
@@ -173,42 +191,43 @@ TEST_CASE("AUTH lengths are checked against the limits before anything is alloca
   AuthLimits limits;
   limits.max_run_id_bytes = 8;
   limits.max_request_bytes = 64;
-  std::string hello;
-  put_u8(hello, kAuthHelloType);
-  put_u64(hello, std::uint64_t{1} << 40);  // declares 1 TB, holds nothing
+  // An AUTH_HELLO whose run id declares 1 TB and holds nothing.
+  const std::string hello = test::framed(kAuthHelloType, test::u64(std::uint64_t{1} << 40));
   auto h = parse_auth_hello(hello, limits);
-  CHECK(h.state == ParseState::kError);
-  CHECK_THAT(h.error, Catch::Contains("1099511627776 bytes"));
-  CHECK(parse_auth_hello(encode_auth_hello(""), limits).state == ParseState::kError);
+  CHECK(h.state == codec::DecodeState::kError);
+  CHECK_THAT(h.error, Catch::Contains("run id of 1099511627776 bytes exceeds the limit of 8"));
+  CHECK(parse_auth_hello(encode_auth_hello(""), limits).state == codec::DecodeState::kError);
+  // A message declaring more than max_request_bytes: refused from its length alone.
+  auto big = parse_auth_hello(test::byte(kAuthHelloType) + test::u32(65), limits);
+  CHECK(big.state == codec::DecodeState::kError);
+  CHECK_THAT(big.error, Catch::Contains("65 bytes exceeds the limit of 64"));
 
-  std::string frame = encode_auth_frame(0, filled(0), "");
-  put_u8(frame, 0);
-  put_u64(frame, 65);
-  auto f = parse_auth_frame(frame, limits);
-  CHECK(f.state == ParseState::kError);
-  CHECK_THAT(f.error, Catch::Contains("65 bytes"));
-  std::string flag = encode_auth_frame(0, filled(0), "");
-  put_u8(flag, 2);
-  CHECK(parse_auth_frame(flag, limits).state == ParseState::kError);
+  // An AUTH_FRAME whose request declares 65 bytes (over the limit of 64) and holds nothing.
+  auto f = parse_auth_frame(encode_auth_frame(0, filled(0), test::byte(0) + test::u64(65)), limits);
+  CHECK(f.state == codec::DecodeState::kError);
+  CHECK_THAT(f.error, Catch::Contains("request of 65 bytes"));
+  CHECK(parse_auth_frame(encode_auth_frame(0, filled(0), test::byte(2)), limits).state ==
+        codec::DecodeState::kError);  // the wrap flag is 0 or 1
 }
 
 TEST_CASE("the Framer refuses an AUTH_FRAME that does not hold exactly one native request",
           "[auth][wire]") {
   Framer framer{Limits{}};
+  REQUIRE(framer.next(membership::encode_hello(membership::this_version())).kind ==
+          FrameKind::kHello);
   const std::string leave =
       membership::encode_request(membership::Request{membership::Leave{"bye"}});
   auto ok = framer.next(encode_auth_frame(0, filled(0), auth_covered(std::nullopt, leave)));
   REQUIRE(ok.kind == FrameKind::kAuthFrame);
   CHECK(std::holds_alternative<membership::Leave>(ok.native));
-  // Nested AUTH, trailing junk, a TCPStore query inside: errors.
-  const std::string nested = encode_auth_hello("job");
-  CHECK(framer.next(encode_auth_frame(0, filled(0), auth_covered(std::nullopt, nested))).kind ==
-        FrameKind::kError);
-  CHECK(
-      framer.next(encode_auth_frame(0, filled(0), auth_covered(std::nullopt, leave + "x"))).kind ==
-      FrameKind::kError);
-  CHECK(framer.next(encode_auth_frame(0, filled(0), auth_covered(std::nullopt, "\x01"))).kind ==
-        FrameKind::kError);
+  // Nested AUTH or HELLO, trailing junk, a TCPStore query inside: errors.
+  for (const std::string& inner :
+       {encode_auth_hello("job"), membership::encode_hello(membership::this_version()), leave + "x",
+        std::string("\x01")}) {
+    auto f = framer.next(encode_auth_frame(0, filled(0), auth_covered(std::nullopt, inner)));
+    CHECK(f.kind == FrameKind::kError);
+    CHECK_THAT(f.error, Catch::Contains("exactly one native request"));
+  }
 }
 
 // ---- gate -----------------------------------------------------------------------------

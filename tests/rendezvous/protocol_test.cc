@@ -100,9 +100,9 @@ TEST_CASE("every query decodes from the hand-written bytes", "[protocol]") {
     // Trailing bytes of a next request must be left alone.
     const std::string input = c.wire + "\x06trailing";
     auto parsed = parse_request(c.dialect, input, Limits{});
-    REQUIRE(parsed.state == ParseState::kComplete);
+    REQUIRE(parsed.state == codec::DecodeState::kComplete);
     CHECK(parsed.consumed == c.wire.size());
-    CHECK(parsed.request == c.request);
+    CHECK(parsed.value == c.request);
   }
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("a query is incomplete at every split point", "[protocol]") {
     for (std::size_t cut = 0; cut < c.wire.size(); ++cut) {
       INFO("first " << cut << " bytes");
       auto parsed = parse_request(c.dialect, std::string_view(c.wire).substr(0, cut), Limits{});
-      REQUIRE(parsed.state == ParseState::kIncomplete);
+      REQUIRE(parsed.state == codec::DecodeState::kIncomplete);
       CHECK(parsed.needed > cut);
       CHECK(parsed.needed <= c.wire.size());
     }
@@ -138,16 +138,16 @@ TEST_CASE("ops exist only in their own numbering", "[protocol]") {
 
 TEST_CASE("unknown query types are errors, including the native range", "[protocol]") {
   auto legacy = parse_request(Dialect::kLegacy113, byte(13), Limits{});
-  CHECK(legacy.state == ParseState::kError);
+  CHECK(legacy.state == codec::DecodeState::kError);
   CHECK_THAT(legacy.error, Catch::Contains("unknown query type 13"));
   auto native = parse_request(Dialect::kModern, byte(0x80) + "xyz", Limits{});
-  CHECK(native.state == ParseState::kError);
+  CHECK(native.state == codec::DecodeState::kError);
   CHECK_THAT(native.error, Catch::Contains("native"));
 }
 
 TEST_CASE("VALIDATE with a wrong magic number is an error", "[protocol]") {
   auto parsed = parse_request(Dialect::kModern, byte(0) + u32(0x12345678), Limits{});
-  CHECK(parsed.state == ParseState::kError);
+  CHECK(parsed.state == codec::DecodeState::kError);
   CHECK_THAT(parsed.error, Catch::Contains("magic"));
 }
 
@@ -166,21 +166,20 @@ TEST_CASE("dialect detection from the first bytes", "[protocol]") {
 
 TEST_CASE("reply helpers write little-endian fields", "[protocol]") {
   std::string out;
-  put_u8(out, 3);
-  put_i64(out, -1);
-  put_u32(out, 0x01020304);
-  put_bytes(out, "ab");
+  codec::put<std::uint8_t>(out, 3);
+  codec::put<std::int64_t>(out, -1);
+  codec::put<std::uint32_t>(out, 0x01020304);
+  codec::put_str(out, "ab");
   CHECK(out == byte(3) + u64(~std::uint64_t{0}) + u32(0x01020304) + str("ab"));
-  std::size_t pos = 0;
-  std::uint8_t b = 0;
-  REQUIRE(get_u8(out, pos, b));
-  CHECK(b == 3);
-  pos += 8 + 4;  // the i64 and the u32 (their bytes are checked above)
-  std::uint64_t len = 0;
-  REQUIRE(get_u64(out, pos, len));
-  CHECK(len == 2);
-  pos = out.size() - 1;
-  CHECK_FALSE(get_u64(out, pos, len));
+  codec::Reader in(out);
+  CHECK(in.get<std::uint8_t>() == 3);
+  CHECK(in.get<std::int64_t>() == -1);
+  CHECK(in.get<std::uint32_t>() == 0x01020304);
+  CHECK(in.str("value", 2) == "ab");
+  CHECK(in.ok());
+  CHECK(in.remaining() == 0);
+  CHECK(in.get<std::uint64_t>() == 0);  // past the end: a stream needs 8 more bytes
+  CHECK(in.needed() == out.size() + 8);
 }
 
 }  // namespace

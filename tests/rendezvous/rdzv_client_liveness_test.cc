@@ -3,13 +3,17 @@
 // on_disconnect; a live daemon holding a parked WAIT is not. One thread, loopback sockets.
 #include <array>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "rendezvous/membership/messages.h"
+#include "rendezvous/membership/wire.h"
 #include "rendezvous/rdzv_client.h"
 #include "rendezvous/server.h"
 #include "tests/catch.h"
@@ -66,10 +70,10 @@ std::unique_ptr<Probe> connect_probe(asio::io_context& io, std::uint16_t port) {
   return probe;
 }
 
-TEST_CASE("a daemon that sends nothing for the heartbeat budget is reported lost",
-          "[native][liveness]") {
-  // A "daemon" that accepts and reads but never writes: a partitioned or hung peer whose
-  // TCP connection stays open.
+// A "daemon" that accepts and reads but never writes (with `answer_hello`: only VERSION, the
+// answer to the agent's HELLO): a partitioned or hung peer whose TCP connection stays open.
+// join() on it must end with kPeerGone within the heartbeat budget.
+void check_silent_daemon_is_lost(bool answer_hello) {
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   tcp::socket peer(io);
@@ -80,10 +84,32 @@ TEST_CASE("a daemon that sends nothing for the heartbeat budget is reported lost
       if (!ec) drain();
     });
   };
+  std::string hello(5, '\0');
+  const std::string version = m::encode_version(m::this_version());
+  auto answer = [&] {
+    // HELLO: u8 type, u32 n, n bytes; then VERSION, then silence.
+    asio::async_read(peer, asio::buffer(hello), [&](boost::system::error_code ec, std::size_t) {
+      if (ec) return;
+      std::uint32_t n = 0;
+      std::memcpy(&n, hello.data() + 1, sizeof n);
+      hello.resize(5 + n);
+      asio::async_read(peer, asio::buffer(hello.data() + 5, n),
+                       [&](boost::system::error_code e, std::size_t) {
+                         if (e) return;
+                         asio::async_write(peer, asio::buffer(version),
+                                           [](boost::system::error_code, std::size_t) {});
+                         drain();
+                       });
+    });
+  };
   auto probe = connect_probe(io, acceptor.local_endpoint().port());
   REQUIRE(run_until(
       io, [&] { return peer.is_open(); }, 2s));
-  drain();
+  if (answer_hello) {
+    answer();
+  } else {
+    drain();
+  }
 
   const auto joined_at = Clock::now();
   probe->client->join(fast_join(), [](Result<m::Joined>) {});
@@ -98,6 +124,16 @@ TEST_CASE("a daemon that sends nothing for the heartbeat budget is reported lost
   CHECK(after >= 150ms);
   CHECK(after < 1500ms);
   CHECK_FALSE(probe->client->is_open());
+  if (answer_hello) CHECK(hello == m::encode_hello(m::this_version()));
+}
+
+TEST_CASE("a daemon that sends nothing for the heartbeat budget is reported lost",
+          "[native][liveness]") {
+  check_silent_daemon_is_lost(false);  // not even VERSION
+}
+
+TEST_CASE("a daemon silent after VERSION is reported lost too", "[native][liveness]") {
+  check_silent_daemon_is_lost(true);
 }
 
 TEST_CASE("a live daemon holding a parked WAIT is not reported lost", "[native][liveness]") {

@@ -83,12 +83,13 @@ class EtcdHostChangeTest(EtcdCase):
         why = re.search(r".*(lease expired|lost etcd|no longer hosts|missed its heartbeats).*", c.stderr())
         self.assertIsNotNone(why, c.stderr())
         # Whatever its own daemon saw (the others leaving it may fail its copy of the job), the
-        # job's recorded end is the new host's: exit code 3 (i32 after the push type byte).
+        # job's recorded end is the new host's: exit code 3 (i32 after the push type byte and
+        # the u32 length of its fields).
         ends = self.etcd.history("/ddprun/job-%s/finished" % self.id().split(".")[-1])
         self.assertTrue(ends)
         for _, end in ends:
             self.assertNotIn("fewer than min", end)
-            self.assertEqual(end[1:5], "\x03\x00\x00\x00", ends)
+            self.assertEqual(end[5:9], "\x03\x00\x00\x00", ends)
         print("the deposed host: " + why.group(0), file=sys.stderr)
 
 

@@ -32,32 +32,42 @@ def s(b):
     return struct.pack("<Q", len(b)) + b
 
 
+def framed(type_, fields):
+    """A native message of protocol 2: u8 type | u32 n | fields (rendezvous/membership/wire.h)."""
+    return bytes([type_]) + struct.pack("<I", len(fields)) + fields
+
+
+def version_hello():
+    """HELLO: protocol 2, oldest 2, a release name; every native connection opens with it."""
+    return framed(0x8A, struct.pack("<II", 2, 2) + s(b"0.2.0"))
+
+
 def join_bytes(run_id, key="intruder", addr="127.0.0.9"):
-    return (b"\x80" + s(run_id.encode()) + s(key.encode()) + s(addr.encode()) +
-            struct.pack("<HIIIIqqqqIIiIIB", 1, 1, 2, 2, 0, 20000, 200, 30000, 200, 3, 0, 93,
-                        2000, 5, 0))
+    return framed(0x80, s(run_id.encode()) + s(key.encode()) + s(addr.encode()) +
+                  struct.pack("<HIIIIqqqqIIiIIBBI", 1, 1, 2, 2, 0, 20000, 200, 30000, 200, 3, 0,
+                              93, 2000, 5, 0, 0, 0))
 
 
 def failure_bytes(round_=1):
     f = (s(b"") + struct.pack("<IIIiqq", 0, 0, 0, 9, 1, 0) + s(b"") + s(b"forged failure") +
          struct.pack("<BqQQB", 0, 0, 0, 0, 0))  # not hung, no step, no lines, may restart
-    return b"\x82" + struct.pack("<QQ", round_, 1) + f
+    return framed(0x82, struct.pack("<QQ", round_, 1) + struct.pack("<I", len(f)) + f)
 
 
 def leave_bytes():
-    return b"\x85" + s(b"forged leave")
+    return framed(0x85, s(b"forged leave"))
 
 
 def stopped_bytes(round_=1):
-    return b"\x83" + struct.pack("<Q", round_)
+    return framed(0x83, struct.pack("<Q", round_))
 
 
 def hello_bytes(run_id):
-    return b"\x88" + s(run_id.encode())
+    return version_hello() + framed(0x88, s(run_id.encode()))
 
 
 def frame_bytes(counter, inner, mac=b"\x00" * 32):
-    return b"\x89" + struct.pack("<Q", counter) + mac + b"\x00" + s(inner)
+    return framed(0x89, struct.pack("<Q", counter) + mac + b"\x00" + s(inner))
 
 
 def signed_frame(secret, run_id, challenge, counter, inner):
@@ -68,19 +78,28 @@ def signed_frame(secret, run_id, challenge, counter, inner):
     covered = b"\x00" + s(inner)
     mac = hmac.new(key, b"ddprun frame v1" + challenge + struct.pack("<Q", counter) +
                    s(run_id.encode()) + covered, hashlib.sha256).digest()
-    return b"\x89" + struct.pack("<Q", counter) + mac + covered
+    return framed(0x89, struct.pack("<Q", counter) + mac + covered)
+
+
+def read_message(sock, buf=b""):
+    """Reads one framed message (type, fields); the buffer's rest is returned too."""
+    while len(buf) < 5 or len(buf) < 5 + struct.unpack_from("<I", buf, 1)[0]:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError("connection closed")
+        buf += chunk
+    n = struct.unpack_from("<I", buf, 1)[0]
+    return buf[0], buf[5:5 + n], buf[5 + n:]
 
 
 def read_challenge(sock, timeout=5.0):
     sock.settimeout(timeout)
     buf = b""
-    while len(buf) < 66:
-        chunk = sock.recv(66 - len(buf))
-        if not chunk:
-            raise AssertionError("no CHALLENGE")
-        buf += chunk
-    assert buf[0] == 0x97, buf
-    return buf[1:33]
+    while True:
+        t, fields, buf = read_message(sock, buf)
+        if t == 0x97:
+            return fields[:32]
+        assert t == 0x99, t  # VERSION, the answer to HELLO
 
 
 def read_errors(sock, want, timeout=5.0):
@@ -98,14 +117,13 @@ def read_errors(sock, want, timeout=5.0):
         buf += chunk
         while buf:
             t = buf[0]
-            if t == 0x97 and len(buf) >= 66:  # CHALLENGE
-                buf = buf[66:]
-            elif t == 0x94 and len(buf) >= 10:  # ERROR u8 code, str
-                n = struct.unpack_from("<Q", buf, 2)[0]
-                if len(buf) < 10 + n:
+            if t != 0x95 and len(buf) >= 5:  # a native message: u8 type | u32 n | fields
+                n = struct.unpack_from("<I", buf, 1)[0]
+                if len(buf) < 5 + n:
                     break
-                codes.append(buf[1])
-                buf = buf[10 + n:]
+                if t == 0x94:  # ERROR: u8 code, str
+                    codes.append(buf[5])
+                buf = buf[5 + n:]
             elif t == 0x95 and len(buf) >= 9:  # a framed store reply
                 n = struct.unpack_from("<Q", buf, 1)[0]
                 if len(buf) < 9 + n:
@@ -265,8 +283,8 @@ class ForgeryTest(SecretCase):
         self.both_started()
         # 1. Plain requests: a JOIN (refused), then reports from a connection that is no member.
         with socket.create_connection(("127.0.0.1", self.port)) as sock:
-            sock.sendall(join_bytes(self.run_id) + failure_bytes() + leave_bytes() +
-                         stopped_bytes())
+            sock.sendall(version_hello() + join_bytes(self.run_id) + failure_bytes() +
+                         leave_bytes() + stopped_bytes())
             codes = read_errors(sock, 4)
             self.assertEqual(codes[0], UNAUTHENTICATED, codes)
         # 2. Authenticated frames with a made-up MAC, for the job's run id.
@@ -286,7 +304,7 @@ class ForgeryTest(SecretCase):
         self.both_started()
         wait_for(lambda: proxy.sent.count(b"\x89") >= 3, 10, "a few authenticated frames")
         captured = proxy.sent
-        self.assertTrue(captured.startswith(b"\x88"), captured[:16])  # AUTH_HELLO
+        self.assertEqual(captured[0], 0x8A, captured[:16])  # HELLO
         with socket.create_connection(("127.0.0.1", self.port)) as sock:
             sock.sendall(captured)
             codes = read_errors(sock, 1)
@@ -298,7 +316,7 @@ class ForgeryTest(SecretCase):
 class ReplayTest(SecretCase):
     def test_a_genuine_frame_replayed_on_its_connection_or_another_is_refused(self):
         a = self.start_host("a", self.A, secret_file=self.secret_file)
-        query = b"\x87"  # QUERY_WAITING: reads the job; harmless when genuine
+        query = framed(0x87, b"")  # QUERY_WAITING: reads the job; harmless when genuine
         with socket.create_connection(("127.0.0.1", self.port)) as sock:
             sock.sendall(hello_bytes(self.run_id))
             challenge = read_challenge(sock)

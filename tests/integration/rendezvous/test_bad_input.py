@@ -86,15 +86,15 @@ class BadInput(unittest.TestCase):
             slow.sendall(request[500:] + b"\x02" + s("half/key"))  # finish, then GET
             self.assertEqual(recv_vec(slow), b"x" * 1000)
 
-    def test_an_old_agents_auth_open_is_refused_with_an_error_push(self):
-        # AUTH_OPEN (0x8A, removed in issue 31: run id, nonce, wall clock) and its JOIN frame.
+    def test_a_protocol_1_agents_join_is_refused_with_an_error_it_reads(self):
+        # ddprun 0.1's JOIN (no HELLO before it, no length after the type byte).
         with connect(self.d.port) as c:
-            c.sendall(b"\x8a" + s("old-job") + b"\x07" * 32 + u64(1764000000000) + b"\x89" +
-                      u64(0) + b"\x00" * 33 + s(b"\x87"))
-            head = recv_exact(c, 10)  # ERROR: type, code, u64 message length
-            self.assertEqual(head[:2], bytes([0x94, 12]))  # kUnauthenticated
+            c.sendall(b"\x80" + s("old-job") + s("old-node") + s("127.0.0.1") + b"\x00" * 64)
+            head = recv_exact(c, 10)  # protocol 1's ERROR: type, code, u64 message length
+            self.assertEqual(head[:2], bytes([0x94, 4]))  # kProtocol
             message = recv_exact(c, struct.unpack_from("<Q", head, 2)[0]).decode()
-            self.assertIn("one challenge per connection", message)
+            self.assertIn("ddprun 0.1 (native protocol 1)", message)
+            self.assertIn("upgrade ddprun on this node", message)
             self.assertTrue(closed_by_peer(c))
         self.assert_healthy()
 

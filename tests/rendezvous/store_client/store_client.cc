@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "common/byte_codec.h"
+#include "common/codec.h"
 
 namespace ddp::rendezvous {
 
@@ -125,10 +125,9 @@ Result<std::uint8_t> StoreClient::read_u8(Clock::time_point deadline) {
 template <typename T>
 Result<T> StoreClient::read_int(Clock::time_point deadline) {
   if (Status s = fill(sizeof(T), deadline); !s) return broken(s);
-  T v{};
-  std::size_t pos = 0;
-  bytes::get(in_, pos, v);
-  in_.erase(0, pos);
+  codec::Reader in(in_);
+  const T v = in.get<T>();  // fill() made sizeof(T) bytes present
+  in_.erase(0, in.pos());
   return v;
 }
 
