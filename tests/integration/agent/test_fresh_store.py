@@ -5,9 +5,10 @@ scripts/torch214-py, whose file name does not say python):
    (init_process_group(init_method="env://") + all_reduce), and the hook that makes it so
    imports nothing in a worker that does not use torch;
  - the restart tests: every attempt sees a store with no key of an earlier attempt. One ddprun
-   run with --max-restarts 20 in which rank 1 exits 13 mid-training in every attempt but the
+   run with --max-restarts N in which rank 1 exits 13 mid-training in every attempt but the
    last (attempt_worker.py); every attempt must form its group and sum right, the last must
-   finish. 2.x workers read whatever Gloo addresses the store holds, so a key left from an
+   finish. N (RESTARTS): 20 on one node and 10 for a pair with 2.14, the newest PyTorch; 5 with
+   1.13 and 2.6, whose loops have run long since (the suite's time goes to the newest). 2.x workers read whatever Gloo addresses the store holds, so a key left from an
    earlier attempt fails or hangs the group. Single node, and pairs of agents on loopback with
    c10d, etcd (Skipped without etcd) and static (node rank 0's daemon is the workers' store).
 The 2.x variants report Skipped with the reason when the root is missing or torch does not
@@ -31,7 +32,8 @@ import torch_python  # noqa: E402
 
 DDPRUN = None
 WORKER = os.path.join(HERE, "attempt_worker.py")
-RESTARTS = 20
+# Restarts per PyTorch version ("1.13", "2" for 2.6, "2.14"): one node, a pair of nodes.
+RESTARTS = {"1.13": (5, 5), "2": (5, 5), "2.14": (20, 10)}
 DEADLINE_S = 240.0
 
 
@@ -122,9 +124,10 @@ class LibuvTest(FreshStoreCase):
 
 class SingleNodeRestartTest(FreshStoreCase):
     def check_restarts(self, version):
+        restarts = RESTARTS[version][0]
         a = self.ddprun("a", version,
-                        ["--nproc-per-node", "2", "--max-restarts", str(RESTARTS)], RESTARTS)
-        self.check_attempts([a], RESTARTS)
+                        ["--nproc-per-node", "2", "--max-restarts", str(restarts)], restarts)
+        self.check_attempts([a], restarts)
 
     def test_torch113(self):
         self.check_restarts("1.13")
@@ -141,16 +144,17 @@ class PairCase(FreshStoreCase):
     A, B = "127.0.0.2", "127.0.0.3"
 
     def pair(self, version, rdzv, node_ranks=False, hosted=True):
-        args = ["--nnodes", "2", "--nproc-per-node", "1", "--max-restarts", str(RESTARTS),
+        restarts = RESTARTS[version][1]
+        args = ["--nnodes", "2", "--nproc-per-node", "1", "--max-restarts", str(restarts),
                 "--rdzv-id", "fresh", *rdzv]
         agents = []
         for n, (name, addr) in enumerate((("a", self.A), ("b", self.B))):
             extra = ["--node-rank", str(n)] if node_ranks else []
             agents.append(self.ddprun(name, version, args + ["--local-addr", addr] + extra,
-                                      RESTARTS))
+                                      restarts))
             if n == 0 and hosted:
                 self.wait_hosting(agents[0])
-        self.check_attempts(agents, RESTARTS)
+        self.check_attempts(agents, restarts)
 
 
 class C10dRestartTest(PairCase):
