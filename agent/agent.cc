@@ -117,10 +117,8 @@ EventOrigin event_origin(const AgentConfig& config, const RunSetup& setup,
   origin.agent_pid = ::getpid();
   origin.backend = backend;
   if (backend != "local") origin.endpoint = config.rdzv_endpoint;
-  origin.min_nodes = config.min_nodes;
-  origin.max_nodes = config.max_nodes;
+  origin.job = config.job;
   origin.nproc_per_node = config.nproc_per_node;
-  origin.max_restarts = config.max_restarts;
   return origin;
 }
 

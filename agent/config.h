@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rendezvous/connection_limits.h"
+#include "rendezvous/membership/config.h"
 
 namespace ddp::agent {
 
@@ -47,14 +48,10 @@ struct AgentConfig {
   bool virtual_local_rank = false;  // each worker sees only its own GPU id
 
   std::string role = "default";
-  int max_restarts = 0;
-  int max_no_progress_restarts = 0;  // docs/progress.md; 0: off
-  int no_progress_exit_code = 93;
-  // Stragglers (docs/stragglers.md): factor in thousandths (0: off), reports in a row, and
-  // whether the job removes a straggler's node.
-  int straggler_factor_milli = 2000;
-  int straggler_reports = 5;
-  bool exclude_straggler = false;
+  // The job's options every node sends with its JOIN: --nnodes, the restart, progress and
+  // straggler options, as the launcher parsed them; --rdzv-conf sets the timeouts and keep-alive
+  // of a multi-node job (agent/membership/rdzv_settings.h), a one-node job keeps the defaults.
+  rendezvous::membership::Config job;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
   // TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (docs/unkillable.md): a running worker in
   // uninterruptible sleep (D) this long fails the group, and the job does not restart; 0 = off.
@@ -92,8 +89,6 @@ struct AgentConfig {
   std::string rdzv_endpoint;  // host[:port]
   std::string run_id = "none";
   std::map<std::string, std::string> rdzv_conf;
-  int min_nodes = 1;
-  int max_nodes = 1;
   int node_rank = 0;  // static backend
   std::string master_addr = "127.0.0.1";
   std::uint16_t master_port = 29500;

@@ -73,7 +73,7 @@ Result<RunSetup> prepare_run(const AgentConfig& config) {
   g.group_world_size = 1;
   g.global_rank_base = 0;
   g.world_size = config.nproc_per_node;
-  g.max_restarts = config.max_restarts;
+  g.max_restarts = config.job.max_restarts;
   g.use_agent_store = true;
   g.gpu_ids = config.gpu_ids;
   g.virtual_local_rank = config.virtual_local_rank;

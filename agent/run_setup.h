@@ -42,7 +42,7 @@ Result<RunSetup> prepare_run(const AgentConfig& config);
 // ddprun's rendezvous, even as the only node: the job's result is the launcher's exit code.
 inline bool is_multinode(const AgentConfig& config) {
   return !config.standalone &&
-         (config.min_nodes > 1 || config.max_nodes > 1 || config.exit_on_stdin_eof);
+         (config.job.min_nodes > 1 || config.job.max_nodes > 1 || config.exit_on_stdin_eof);
 }
 
 }  // namespace ddp::agent

@@ -39,9 +39,7 @@ Status read_ssh_settings(const RawOptions& raw, LaunchPlan& plan) {
   }
   const RawValue& port = raw.at("ssh_port");
   if (port.given || !port.text.empty()) {
-    auto number = parse_integer(port.origin, port.text, 1, 65535);
-    if (!number) return from(port, number.status());
-    plan.ssh.port = static_cast<int>(*number);
+    if (Status s = take_integer(port, 1, 65535, plan.ssh.port); !s) return s;
   }
   for (auto [key, field] :
        {std::pair{"ssh_identity", &plan.ssh.identity}, std::pair{"ssh_user", &plan.ssh.user}}) {
@@ -129,12 +127,12 @@ Status plan_fan_out(const RawOptions& raw, const LaunchEnvironment& environment,
                             " use the c10d rendezvous this ddprun hosts (or etcd); drop "
                             "--rdzv-backend");
   }
-  if (raw.at("nnodes").given && config.max_nodes != nodes) {
+  if (raw.at("nnodes").given && static_cast<int>(config.job.max_nodes) != nodes) {
     return invalid_argument("--nnodes " + raw.at("nnodes").text + " does not match the " +
                             std::to_string(nodes) + " nodes of " + what +
                             "; drop --nnodes or make its maximum " + std::to_string(nodes));
   }
-  if (!raw.at("nnodes").given) config.min_nodes = config.max_nodes = nodes;
+  if (!raw.at("nnodes").given) config.job.min_nodes = config.job.max_nodes = nodes;
   if (!etcd) config.rdzv_backend = "c10d";
   if (!raw.at("rdzv_id").given) config.run_id = environment.standalone_run_id;
   if (environment.cwd.empty() || environment.cwd.front() != '/') {
@@ -225,7 +223,7 @@ constexpr int kAllocationRdzvPort = 29400;  // torchrun's c10d default
 Status apply_allocation_topology(const RawOptions& raw, const LaunchEnvironment& environment,
                                  const cluster::ClusterContext& context,
                                  agent::AgentConfig& config) {
-  config.min_nodes = config.max_nodes = context.nnodes;
+  config.job.min_nodes = config.job.max_nodes = context.nnodes;
   config.node_rank = context.node_rank;
   if (raw.at("rdzv_backend").given && config.rdzv_backend == "static") {
     config.master_addr = context.endpoint_host;
@@ -248,7 +246,7 @@ Status apply_allocation_topology(const RawOptions& raw, const LaunchEnvironment&
   }
   config.rdzv_backend = "c10d";
   config.rdzv_endpoint = join_host_port(context.endpoint_host, static_cast<std::uint16_t>(port));
-  config.rdzv_conf.emplace("is_host", context.node_rank == 0 ? "1" : "0");
+  config.rdzv_conf.emplace(agent::rdzv_key::kIsHost, context.node_rank == 0 ? "1" : "0");
   if (!raw.at("local_addr").given) {
     config.local_addr = context.hosts.at(static_cast<std::size_t>(context.node_rank));
   }

@@ -7,15 +7,12 @@ namespace ddp::launcher::steps {
 
 Status resolve_connections(const RawOptions& raw, Invocation& out) {
   rendezvous::ConnectionFlags flags;
-  const RawValue& total = raw.at("max_connections");
-  auto total_number = parse_integer(total.origin, total.text, 0, 1LL << 30);
-  if (!total_number) return from(total, total_number.status());
-  flags.max_connections = static_cast<std::size_t>(*total_number);
+  if (Status s = take_integer(raw.at("max_connections"), 0, 1LL << 30, flags.max_connections); !s) {
+    return s;
+  }
 
   const RawValue& per_peer = raw.at("max_connections_per_peer");
-  auto per_peer_number = parse_integer(per_peer.origin, per_peer.text, 0, 1LL << 30);
-  if (!per_peer_number) return from(per_peer, per_peer_number.status());
-  flags.max_per_peer = static_cast<std::size_t>(*per_peer_number);
+  if (Status s = take_integer(per_peer, 0, 1LL << 30, flags.max_per_peer); !s) return s;
 
   const RawValue& first = raw.at("first_request_timeout");
   auto first_timeout = parse_seconds(first.origin, first.text);

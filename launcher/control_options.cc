@@ -88,30 +88,16 @@ Status resolve_hang_limits(const RawOptions& raw, agent::AgentConfig& config) {
 Status resolve_control(const RawOptions& raw, const LaunchEnvironment& environment,
                        Invocation& out) {
   auto& config = out.config;
-  const RawValue& restarts = raw.at("max_restarts");
-  auto max_restarts = parse_integer(restarts.origin, restarts.text, 0, 1 << 30);
-  if (!max_restarts) return from(restarts, max_restarts.status());
-  config.max_restarts = static_cast<int>(*max_restarts);
-  const RawValue& no_progress = raw.at("max_no_progress_restarts");
-  auto max_no_progress = parse_integer(no_progress.origin, no_progress.text, 0, 1 << 20);
-  if (!max_no_progress) return from(no_progress, max_no_progress.status());
-  config.max_no_progress_restarts = static_cast<int>(*max_no_progress);
-  const RawValue& code = raw.at("no_progress_exit_code");
-  auto no_progress_code = parse_integer(code.origin, code.text, 1, 255);
-  if (!no_progress_code) return from(code, no_progress_code.status());
-  config.no_progress_exit_code = static_cast<int>(*no_progress_code);
+  auto& job = config.job;
   const RawValue& factor = raw.at("straggler_factor");
-  auto straggler_factor = parse_factor(factor.origin, factor.text);
-  if (!straggler_factor) return from(factor, straggler_factor.status());
-  config.straggler_factor_milli = *straggler_factor;
-  const RawValue& reports = raw.at("straggler_reports");
-  auto straggler_reports = parse_integer(reports.origin, reports.text, 1, 1000);
-  if (!straggler_reports) return from(reports, straggler_reports.status());
-  config.straggler_reports = static_cast<int>(*straggler_reports);
-  if (Status s = take(raw.at("exclude_straggler"), flag(raw, "exclude_straggler"),
-                      config.exclude_straggler);
-      !s) {
-    return s;
+  for (Status s :
+       {take_integer(raw.at("max_restarts"), 0, 1 << 30, job.max_restarts),
+        take_integer(raw.at("max_no_progress_restarts"), 0, 1 << 20, job.max_no_progress_restarts),
+        take_integer(raw.at("no_progress_exit_code"), 1, 255, job.no_progress_exit_code),
+        take(factor, parse_factor(factor.origin, factor.text), job.straggler_factor_milli),
+        take_integer(raw.at("straggler_reports"), 1, 1000, job.straggler_reports),
+        take(raw.at("exclude_straggler"), flag(raw, "exclude_straggler"), job.exclude_straggler)}) {
+    if (!s) return s;
   }
 
   const RawValue& role = raw.at("role");
@@ -133,26 +119,15 @@ Status resolve_control(const RawOptions& raw, const LaunchEnvironment& environme
   if (Status s = take(signals, parse_signals(signals.text), config.signals_to_handle); !s) {
     return s;
   }
-  if (Status s = take(raw.at("exit_on_stdin_eof"), flag(raw, "exit_on_stdin_eof"),
-                      config.exit_on_stdin_eof);
-      !s) {
-    return s;
-  }
-  if (Status s = take(raw.at("secret_from_stdin"), flag(raw, "secret_from_stdin"),
-                      config.secret_from_stdin);
-      !s) {
-    return s;
-  }
-  if (Status s = take(raw.at("job_report_by_launcher"), flag(raw, "job_report_by_launcher"),
-                      config.job_report_by_launcher);
-      !s) {
-    return s;
-  }
   const RawValue& shutdown = raw.at("shutdown_timeout");
-  if (Status s = take(shutdown, parse_seconds("--shutdown-timeout", shutdown.text),
-                      config.shutdown_timeout);
-      !s) {
-    return s;
+  for (Status s :
+       {take(raw.at("exit_on_stdin_eof"), flag(raw, "exit_on_stdin_eof"), config.exit_on_stdin_eof),
+        take(raw.at("secret_from_stdin"), flag(raw, "secret_from_stdin"), config.secret_from_stdin),
+        take(raw.at("job_report_by_launcher"), flag(raw, "job_report_by_launcher"),
+             config.job_report_by_launcher),
+        take(shutdown, parse_seconds("--shutdown-timeout", shutdown.text),
+             config.shutdown_timeout)}) {
+    if (!s) return s;
   }
   // torchrun's variable, in seconds (fractions allowed); unset or empty: off.
   if (auto it = environment.env.find(kUninterruptibleEnv);

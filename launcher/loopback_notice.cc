@@ -16,7 +16,7 @@ bool is_loopback(std::string_view host) {
 
 void notice_loopback(const RawOptions& raw, Invocation& out) {
   const agent::AgentConfig& c = out.config;
-  if (c.max_nodes < 2 || c.standalone || out.launch.fan_out) return;
+  if (c.job.max_nodes < 2 || c.standalone || out.launch.fan_out) return;
   const bool static_backend = c.rdzv_backend == "static";
   const bool etcd = c.rdzv_backend.rfind("etcd", 0) == 0;
   // etcd: a list of endpoints; every one on loopback makes the job this machine's only.

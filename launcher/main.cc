@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     if (auto rdzv = ddp::agent::rdzv_settings(invocation->config); !rdzv) {
       return usage_error(rdzv.status());
     }
-  } else if (invocation->config.exclude_straggler && !invocation->launch.fan_out) {
+  } else if (invocation->config.job.exclude_straggler && !invocation->launch.fan_out) {
     return usage_error(ddp::invalid_argument(
         "--exclude-straggler does not apply to a one-node job (removing its node would end the "
         "job); drop it, or give --nnodes MIN:MAX with --rdzv-backend c10d so that the others "

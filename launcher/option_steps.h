@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "launcher/option_values.h"
 #include "launcher/options.h"
 #include "launcher/raw_options.h"
 
@@ -18,6 +19,15 @@ template <typename T>
 Status take(const RawValue& value, Result<T> parsed, T& out) {
   if (!parsed) return from(value, parsed.status());
   out = std::move(parsed).value();
+  return Status::ok();
+}
+
+// An integer from min to max (parse_integer) converted into `out`, or the error from() annotates.
+template <typename T>
+Status take_integer(const RawValue& value, long long min, long long max, T& out) {
+  auto parsed = parse_integer(value.origin, value.text, min, max);
+  if (!parsed) return from(value, parsed.status());
+  out = static_cast<T>(*parsed);
   return Status::ok();
 }
 

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <limits>
 
+#include "agent/membership/rdzv_settings.h"
 #include "common/host_port.h"
 
 namespace ddp::launcher {
@@ -66,12 +67,12 @@ Result<long long> parse_integer(std::string_view option, std::string_view text, 
   return value;
 }
 
-Result<int> parse_factor(std::string_view option, std::string_view text) {
+Result<std::uint32_t> parse_factor(std::string_view option, std::string_view text) {
   double factor = 0;
   if (!whole_double(text, factor) || (factor != 0 && (factor < 1 || factor > 1000))) {
     return bad(option, text, "0 (off) or a factor from 1 to 1000 (e.g. 2 or 1.5)");
   }
-  return static_cast<int>(std::lround(factor * 1000));
+  return static_cast<std::uint32_t>(std::lround(factor * 1000));
 }
 
 Result<std::chrono::milliseconds> parse_seconds(std::string_view option, std::string_view text) {
@@ -213,9 +214,6 @@ Result<std::vector<int>> parse_signals(std::string_view text) {
 }
 
 Result<std::map<std::string, std::string>> parse_rdzv_conf(std::string_view text) {
-  static constexpr std::array<std::string_view, 8> kDurations{
-      "join_timeout",        "last_call_timeout", "close_timeout", "heartbeat_timeout",
-      "keep_alive_interval", "read_timeout",      "timeout",       "keep_alive_max_attempt"};
   std::map<std::string, std::string> conf;
   if (text.empty()) return conf;
   for (std::string_view item : split(text, ',')) {
@@ -228,12 +226,13 @@ Result<std::map<std::string, std::string>> parse_rdzv_conf(std::string_view text
     std::string key(item.substr(0, eq));
     std::string value(item.substr(eq + 1));
     double number = 0;
-    bool is_duration = std::find(kDurations.begin(), kDurations.end(), key) != kDurations.end();
+    bool is_duration = agent::is_rdzv_key(key) && key != agent::rdzv_key::kIsHost &&
+                       key != agent::rdzv_key::kSecretFile;
     if (is_duration && (!whole_double(value, number) || number < 0)) {
       return invalid_argument("--rdzv-conf: " + key + "=" + value + " is not a number >= 0; " +
                               "give seconds (or a count for keep_alive_max_attempt)");
     }
-    if (key == "is_host") {
+    if (key == agent::rdzv_key::kIsHost) {
       std::string v = upper(value);
       if (v != "1" && v != "0" && v != "TRUE" && v != "FALSE") {
         return invalid_argument("--rdzv-conf: is_host=" + value + " is not a boolean; use " +

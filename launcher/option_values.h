@@ -22,7 +22,7 @@ Result<long long> parse_integer(std::string_view option, std::string_view text, 
                                 long long max);
 
 // --straggler-factor: 0 (off) or a number from 1 to 1000, in thousandths (rounded).
-Result<int> parse_factor(std::string_view option, std::string_view text);
+Result<std::uint32_t> parse_factor(std::string_view option, std::string_view text);
 
 // Non-negative seconds, fractions allowed ("30", "0.5"), as milliseconds (rounded up so that
 // a non-zero value never becomes zero).

@@ -25,7 +25,7 @@ std::string quoted(const std::string& word) {
 
 void note_other_nodes_command(const RawOptions& raw, Invocation& out) {
   const agent::AgentConfig& c = out.config;
-  if (c.max_nodes < 2 || c.standalone || out.launch.fan_out || c.rdzv_backend != "static" ||
+  if (c.job.max_nodes < 2 || c.standalone || out.launch.fan_out || c.rdzv_backend != "static" ||
       c.node_rank != 0) {
     return;
   }
@@ -51,7 +51,7 @@ void note_other_nodes_command(const RawOptions& raw, Invocation& out) {
     command += quoted(word);
   }
   out.info.push_back("the other nodes join with: " + command + "   (RANK = 1 to " +
-                     std::to_string(c.max_nodes - 1) + ", once each)");
+                     std::to_string(c.job.max_nodes - 1) + ", once each)");
 }
 
 }  // namespace ddp::launcher::steps

@@ -1,4 +1,5 @@
 // steps::resolve_rendezvous: node counts and how this node finds the others.
+#include "agent/membership/rdzv_settings.h"
 #include "common/host_port.h"
 #include "launcher/option_steps.h"
 #include "launcher/option_values.h"
@@ -11,8 +12,8 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
   const RawValue& nnodes = raw.at("nnodes");
   std::pair<int, int> nodes;
   if (Status s = take(nnodes, parse_nnodes(nnodes.text), nodes); !s) return s;
-  config.min_nodes = nodes.first;
-  config.max_nodes = nodes.second;
+  config.job.min_nodes = nodes.first;
+  config.job.max_nodes = nodes.second;
 
   bool standalone = false;
   if (Status s = take(raw.at("standalone"), flag(raw, "standalone"), standalone); !s) return s;
@@ -44,21 +45,19 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
   if (Status s = take(conf, parse_rdzv_conf(conf.text), config.rdzv_conf); !s) return s;
 
   const RawValue& node_rank = raw.at("node_rank");
-  auto rank = parse_integer(node_rank.origin, node_rank.text, 0, config.max_nodes - 1);
+  auto rank = parse_integer(node_rank.origin, node_rank.text, 0, config.job.max_nodes - 1);
   if (!rank) {
     return from(node_rank, invalid_argument(rank.status().message() + " (--nnodes " + nnodes.text +
                                             " allows ranks 0 to " +
-                                            std::to_string(config.max_nodes - 1) + ")"));
+                                            std::to_string(config.job.max_nodes - 1) + ")"));
   }
   config.node_rank = static_cast<int>(*rank);
   const RawValue& addr = raw.at("master_addr");
   if (Status s = from(addr, check_endpoint("--master-addr", addr.text)); !s) return s;
   config.master_addr = addr.text;
   const RawValue& port = raw.at("master_port");
-  auto port_number = parse_integer(port.origin, port.text, 0, 65535);
-  if (!port_number) return from(port, port_number.status());
-  config.master_port = static_cast<std::uint16_t>(*port_number);
-  config.master_port_given = port.given && *port_number != 0;
+  if (Status s = take_integer(port, 0, 65535, config.master_port); !s) return s;
+  config.master_port_given = port.given && config.master_port != 0;
   const RawValue& local_addr = raw.at("local_addr");
   if (local_addr.given && local_addr.text.empty()) {
     return invalid_argument("--local-addr is empty; give this node's address or drop it");
@@ -66,13 +65,11 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
   config.local_addr = local_addr.text;
   const RawValue& status_port = raw.at("status_port");
   if (status_port.given) {
-    auto status_number = parse_integer(status_port.origin, status_port.text, 0, 65535);
-    if (!status_number) return from(status_port, status_number.status());
-    config.status_port = static_cast<std::uint16_t>(*status_number);
+    if (Status s = take_integer(status_port, 0, 65535, config.status_port.emplace()); !s) return s;
   }
 
   if (standalone) {
-    if (config.max_nodes > 1) {
+    if (config.job.max_nodes > 1) {
       return invalid_argument("--standalone runs a single node but --nnodes is " + nnodes.text +
                               "; drop --standalone or use --nnodes 1");
     }
@@ -87,12 +84,12 @@ Status resolve_rendezvous(const RawOptions& raw, const LaunchEnvironment& enviro
   }
   if (config.rdzv_backend == "static") {
     // Only when chosen: static is also the default, which fan-out (--hosts) turns into c10d.
-    if (backend.given && config.rdzv_conf.count("is_host") != 0) {
+    if (backend.given && config.rdzv_conf.count(agent::rdzv_key::kIsHost) != 0) {
       return from(conf, invalid_argument("--rdzv-conf is_host does not apply to --rdzv-backend "
                                          "static (node rank 0 hosts the rendezvous on "
                                          "--master-addr:--master-port); drop is_host"));
     }
-    if (config.min_nodes != config.max_nodes) {
+    if (config.job.min_nodes != config.job.max_nodes) {
       return invalid_argument("--nnodes " + nnodes.text + " is elastic, which the static " +
                               "backend cannot do; add --rdzv-backend c10d or give one number");
     }

@@ -51,7 +51,7 @@ bool is_etcd_backend(const std::string& backend);
 // Errors (kInvalidArgument naming the key and the fix): no or bad endpoints, an empty
 // etcd_prefix, lease_ttl not a whole number of seconds from 1 to 3600, protocol neither http
 // nor https, a TLS file with http, cert without key or key without cert, is_host, a removed key
-// (presence_timeout: what replaced it), an unknown key, and the errors of rdzv_settings().
+// (presence_timeout: what replaced it), and the errors of apply_rdzv_conf() (an unknown key).
 Result<EtcdSettings> etcd_settings(const AgentConfig& config);
 
 // How to reach etcd: http, or https with the TLS files.

@@ -19,13 +19,7 @@ Result<std::unique_ptr<LocalLink>> LocalLink::start(boost::asio::io_context& io,
   options.port = config.master_port_given ? config.master_port : 0;
   auto store = rendezvous::Server::start(io, options);
   if (!store) return store.status();
-  membership::Config job;
-  job.max_restarts = static_cast<std::uint32_t>(config.max_restarts);
-  job.max_no_progress_restarts = static_cast<std::uint32_t>(config.max_no_progress_restarts);
-  job.no_progress_exit_code = config.no_progress_exit_code;
-  job.straggler_factor_milli = static_cast<std::uint32_t>(config.straggler_factor_milli);
-  job.straggler_reports = static_cast<std::uint32_t>(config.straggler_reports);
-  job.exclude_straggler = config.exclude_straggler;
+  membership::Config job = config.job;
   // The node is this process: its heartbeat budget never runs out.
   job.keep_alive_interval = membership::kMaxTimeout;
   job.keep_alive_max_attempt = 1;

@@ -1,6 +1,6 @@
-// What a multi-node agent takes from --rdzv-endpoint, --rdzv-conf, --nnodes and the restart,
-// progress and straggler options: where the rendezvous daemon is, whether this agent hosts it
-// (torchrun's is_host), and the membership Config every node sends with its JOIN. Pure: no I/O.
+// What a multi-node agent takes from --rdzv-endpoint and --rdzv-conf: where the rendezvous
+// daemon is, whether this agent hosts it (torchrun's is_host), and the membership Config every
+// node sends with its JOIN (AgentConfig::job with the timeouts --rdzv-conf sets). Pure: no I/O.
 //
 // Static backend (--rdzv-backend static --node-rank R --master-addr A --master-port P): the
 // daemon is A:P, node rank 0 hosts it (and it is the workers' store too), every node pins
@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "agent/config.h"
 #include "common/status.h"
@@ -35,6 +37,27 @@ struct RdzvSettings {
   // etcd: the job's facts a newly elected host's daemon resumes from (Job::resume).
   std::optional<rendezvous::membership::ResumePoint> resume;
 };
+
+// The --rdzv-conf keys of the c10d and static backends (etcd takes them too, but is_host):
+// timeout is join_timeout's torchrun name; heartbeat_timeout (torchrun's etcd key) is accepted,
+// the keep-alive budget rules.
+namespace rdzv_key {
+inline constexpr char kJoinTimeout[] = "join_timeout", kTimeout[] = "timeout",
+                      kLastCallTimeout[] = "last_call_timeout", kCloseTimeout[] = "close_timeout",
+                      kKeepAliveInterval[] = "keep_alive_interval",
+                      kKeepAliveMaxAttempt[] = "keep_alive_max_attempt",
+                      kReadTimeout[] = "read_timeout", kHeartbeatTimeout[] = "heartbeat_timeout",
+                      kIsHost[] = "is_host", kSecretFile[] = "secret_file";
+}  // namespace rdzv_key
+// Whether `name` is one of them.
+bool is_rdzv_key(std::string_view name);
+
+// Applies the --rdzv-conf pairs `conf` to s (the timeouts of s.config, connect_timeout,
+// is_host, secret_file), then validate()s s.config. Errors (kInvalidArgument): an unknown key,
+// "--rdzv-conf: unknown key 'K'; use " + known_keys; an empty secret_file; a value that is not
+// a number of seconds; a Config that validate() refuses.
+Status apply_rdzv_conf(const std::map<std::string, std::string>& conf, std::string_view known_keys,
+                       RdzvSettings& s);
 
 // Errors (kInvalidArgument, naming the option and the fix): c10d without --rdzv-endpoint, a
 // bad port; static with --master-port 0, is_host, a --node-rank out of range, an elastic

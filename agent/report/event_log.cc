@@ -110,10 +110,10 @@ void EventLog::join() {
   Line line(*this, "join");
   line["backend"] = origin_.backend;
   line["endpoint"] = or_null(origin_.endpoint);
-  line["min_nodes"] = origin_.min_nodes;
-  line["max_nodes"] = origin_.max_nodes;
+  line["min_nodes"] = origin_.job.min_nodes;
+  line["max_nodes"] = origin_.job.max_nodes;
   line["nproc_per_node"] = origin_.nproc_per_node;
-  line["max_restarts"] = origin_.max_restarts;
+  line["max_restarts"] = origin_.job.max_restarts;
 }
 
 void EventLog::round(const Round& r) {

@@ -41,12 +41,10 @@ struct EventOrigin {
   std::string run_id;
   std::string host;
   pid_t agent_pid = 0;
-  std::string backend;   // "local" (one node), "static", "c10d" or "etcd"
-  std::string endpoint;  // --rdzv-endpoint; empty for one node
-  int min_nodes = 1;
-  int max_nodes = 1;
+  std::string backend;                 // "local" (one node), "static", "c10d" or "etcd"
+  std::string endpoint;                // --rdzv-endpoint; empty for one node
+  rendezvous::membership::Config job;  // min_nodes, max_nodes, max_restarts
   int nproc_per_node = 1;
-  int max_restarts = 0;
 };
 
 struct StartedWorker {

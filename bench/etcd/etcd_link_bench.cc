@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     n->config.rdzv_backend = "etcd";
     n->config.rdzv_endpoint = endpoints;
     n->config.run_id = run_id;
-    n->config.min_nodes = n->config.max_nodes = static_cast<int>(k);
+    n->config.job.min_nodes = n->config.job.max_nodes = static_cast<std::uint32_t>(k);
     // Generous: this one thread cannot heartbeat for K agents while it is busy joining them.
     n->config.rdzv_conf = {{"lease_ttl", "60"}, {"keep_alive_interval", "30"}};
     n->config.local_addr = "127.0." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250);

@@ -105,7 +105,7 @@ class Fanout final : public proc::ProcessObserver {
     for (const auto& launch : launches_) labels += (labels.empty() ? "" : ", ") + launch.label;
     spdlog::info("job {}: rendezvous {} {} for {} node(s); starting the agents: {}",
                  invocation_.config.run_id, etcd_ ? "through etcd" : "on", site.endpoint,
-                 invocation_.config.max_nodes, labels);
+                 invocation_.config.job.max_nodes, labels);
     for (std::size_t i = 0; i < launches_.size(); ++i) {
       int id = static_cast<int>(i);
       relay_.set_label(id, launches_[i].label);
@@ -160,9 +160,9 @@ class Fanout final : public proc::ProcessObserver {
       return;
     }
     // A node whose agent is gone for good: below the minimum node count the job cannot go on.
-    if (!stopping_ && live_nodes() < invocation_.config.min_nodes) {
+    if (!stopping_ && live_nodes() < static_cast<int>(invocation_.config.job.min_nodes)) {
       spdlog::error("{} node(s) left, --nnodes needs at least {}: stopping every agent",
-                    live_nodes(), invocation_.config.min_nodes);
+                    live_nodes(), invocation_.config.job.min_nodes);
       begin_stop(0);
     }
   }
@@ -175,7 +175,7 @@ class Fanout final : public proc::ProcessObserver {
   // Nodes still served by a live ssh/pbsdsh (Torque's single pbsdsh serves them all).
   int live_nodes() const {
     if (launches_.size() == 1 && invocation_.launch.kind == Kind::kPbs) {
-      return live_ > 0 ? invocation_.config.max_nodes : 0;
+      return live_ > 0 ? static_cast<int>(invocation_.config.job.max_nodes) : 0;
     }
     return live_;
   }
@@ -303,7 +303,7 @@ int run(const launcher::Invocation& invocation, const FanoutProcess& process) {
   // The agents' rendezvous settings, checked here so a mistake stops everything up front.
   agent::AgentConfig check = config;
   check.rdzv_endpoint = config.rdzv_endpoint.empty() ? "localhost" : config.rdzv_endpoint;
-  check.rdzv_conf["is_host"] = "false";
+  check.rdzv_conf[agent::rdzv_key::kIsHost] = "false";
   auto settings = agent::rdzv_settings(check);
   if (!settings) return usage_error(settings.status().message());
   std::uint16_t port = config.rdzv_endpoint.empty() ? 0 : settings->port;

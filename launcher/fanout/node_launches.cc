@@ -1,6 +1,7 @@
 #include "launcher/fanout/node_launches.h"
 
 #include "agent/membership/etcd_settings.h"
+#include "agent/membership/rdzv_settings.h"
 #include "launcher/cluster/shell_quote.h"
 #include "launcher/cluster/ssh_command.h"
 
@@ -10,14 +11,15 @@ namespace {
 // --rdzv-conf as the user gave it, with the fan-out's own secret file (PBS); c10d: with
 // is_host=false (the daemon is this ddprun's).
 std::string rdzv_conf(const agent::AgentConfig& config, const FanoutSite& site, bool etcd) {
+  namespace k = agent::rdzv_key;
   std::string out;
-  if (!site.secret_file.empty()) out += "secret_file=" + site.secret_file;
+  if (!site.secret_file.empty()) out += std::string(k::kSecretFile) + "=" + site.secret_file;
   for (const auto& [key, value] : config.rdzv_conf) {
-    if (key == "is_host" || key == "secret_file") continue;  // the fan-out brings its own secret
+    if (key == k::kIsHost || key == k::kSecretFile) continue;  // the fan-out brings its own secret
     out += (out.empty() ? "" : ",") + key + "=" + value;
   }
   if (etcd) return out;
-  return out + (out.empty() ? "" : ",") + "is_host=false";
+  return out + (out.empty() ? "" : ",") + k::kIsHost + "=false";
 }
 
 std::vector<std::string> agent_argv(const launcher::Invocation& invocation, const FanoutSite& site,
@@ -40,7 +42,8 @@ std::vector<std::string> agent_options(const launcher::Invocation& invocation,
   const bool etcd = agent::is_etcd_backend(config.rdzv_backend);
   std::vector<std::string> out = {
       "--launcher=local",
-      "--nnodes=" + std::to_string(config.min_nodes) + ":" + std::to_string(config.max_nodes),
+      "--nnodes=" + std::to_string(config.job.min_nodes) + ":" +
+          std::to_string(config.job.max_nodes),
       "--rdzv-backend=" + std::string(etcd ? config.rdzv_backend : "c10d"),
       "--rdzv-endpoint=" + site.endpoint,
       "--rdzv-id=" + config.run_id,

@@ -14,7 +14,7 @@ TEST_CASE("run setup: paths, run id and per-attempt launch specs", "[run_setup]"
   AgentConfig c;
   c.worker_argv = {"/bin/true", "x"};
   c.nproc_per_node = 2;
-  c.max_restarts = 3;
+  c.job.max_restarts = 3;
   c.log_dir = dir;
   c.standalone = true;
   auto setup = prepare_run(c);
@@ -56,16 +56,16 @@ TEST_CASE("run setup: several nodes go to the multi-node agent", "[run_setup]") 
   AgentConfig c;
   c.worker_argv = {"w"};
   CHECK_FALSE(is_multinode(c));
-  c.max_nodes = 2;
+  c.job.max_nodes = 2;
   CHECK(is_multinode(c));
-  c.min_nodes = 2;
+  c.job.min_nodes = 2;
   CHECK(is_multinode(c));
   c.log_dir = std::filesystem::temp_directory_path() / "ddp_run_setup_test3";
   auto setup = prepare_run(c);
   REQUIRE(setup);
   std::filesystem::remove_all(*c.log_dir);
   c.standalone = true;
-  c.min_nodes = c.max_nodes = 1;
+  c.job.min_nodes = c.job.max_nodes = 1;
   CHECK_FALSE(is_multinode(c));
 }
 

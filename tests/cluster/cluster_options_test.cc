@@ -85,8 +85,8 @@ TEST_CASE("a single-node Slurm job: run id and GPUs from the environment", "[clu
   CHECK(inv.config.run_id == "777");
   CHECK(inv.config.gpu_ids == std::vector<int>{2, 3});
   CHECK(inv.config.nproc_per_node == 2);
-  CHECK(inv.config.min_nodes == 1);
-  CHECK(inv.config.max_nodes == 1);
+  CHECK(inv.config.job.min_nodes == 1);
+  CHECK(inv.config.job.max_nodes == 1);
   CHECK(inv.config.node_rank == 0);
 
   // Slurm exported the global ids: the same physical GPUs.
@@ -123,8 +123,8 @@ TEST_CASE("an etcd job in a Slurm allocation or fanned out keeps etcd", "[cluste
                 slurm("node[01-03]", {{"SLURM_NODEID", "2"}}));
   CHECK(inv.config.rdzv_backend == "etcd");
   CHECK(inv.config.rdzv_endpoint == "e1:2379,e2");
-  CHECK(inv.config.min_nodes == 3);
-  CHECK(inv.config.max_nodes == 3);
+  CHECK(inv.config.job.min_nodes == 3);
+  CHECK(inv.config.job.max_nodes == 3);
   CHECK(inv.config.local_addr == "node03");
   CHECK(inv.config.rdzv_conf.count("is_host") == 0);
   CHECK(inv.notices.empty());
@@ -133,7 +133,7 @@ TEST_CASE("an etcd job in a Slurm allocation or fanned out keeps etcd", "[cluste
   CHECK(inv.launch.fan_out);
   CHECK(inv.config.rdzv_backend == "etcd-v3");
   CHECK(inv.config.rdzv_endpoint == "e1");
-  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.job.max_nodes == 2);
 }
 
 TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent", "[cluster][options]") {
@@ -142,8 +142,8 @@ TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent", "[clu
   CHECK(inv.launch.kind == Kind::kSlurm);
   CHECK(inv.config.rdzv_backend == "c10d");
   CHECK(inv.config.rdzv_endpoint == "node01:29400");
-  CHECK(inv.config.min_nodes == 2);
-  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.job.min_nodes == 2);
+  CHECK(inv.config.job.max_nodes == 2);
   CHECK(inv.config.node_rank == 1);
   CHECK(inv.config.run_id == "777");
   CHECK(inv.config.local_addr == "node02");
@@ -171,10 +171,10 @@ TEST_CASE("a multi-node Slurm allocation feeds the c10d multi-node agent", "[clu
   CHECK(inv.config.rdzv_backend == "static");
   CHECK(inv.config.master_addr == "node01");
   CHECK(inv.config.node_rank == 1);
-  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.job.max_nodes == 2);
   // Explicit topology flags are the user's: the allocation's node list is not applied.
   inv = ok({"--nnodes", "1"}, slurm("node[01-02]"));
-  CHECK(inv.config.max_nodes == 1);
+  CHECK(inv.config.job.max_nodes == 1);
   CHECK(inv.config.rdzv_backend == "static");
   CHECK(inv.config.run_id == "777");
   CHECK(inv.notices.size() == 1);
@@ -199,7 +199,7 @@ TEST_CASE("PBS: one host runs here, several hosts run multi-node", "[cluster][op
   inv = ok({}, pbs("n1\nn1\nn2\nn2\n", "n2.cluster.example"));
   CHECK(inv.config.rdzv_backend == "c10d");
   CHECK(inv.config.rdzv_endpoint == "n1:29400");
-  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.job.max_nodes == 2);
   CHECK(inv.config.node_rank == 1);
   CHECK(inv.config.local_addr == "n2");
   CHECK(inv.config.rdzv_conf.at("is_host") == "0");
@@ -211,7 +211,7 @@ TEST_CASE("PBS: one host runs here, several hosts run multi-node", "[cluster][op
   REQUIRE(inv.launch.pbs_nodes.size() == 2);
   CHECK(inv.launch.pbs_nodes[1].host == "n2");
   CHECK(inv.launch.pbs_nodes[1].first_line == 2);
-  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.job.max_nodes == 2);
   CHECK(inv.launch.nproc_per_node == "3");
   CHECK(inv.config.run_id == "55.server");
   CHECK(inv.launch.agent_args == std::vector<std::string>{"train.py"});
@@ -251,8 +251,8 @@ TEST_CASE("ssh: several or remote hosts are a fan-out, bad host input is an erro
   CHECK(inv.launch.kind == Kind::kSsh);
   CHECK(inv.launch.fan_out);
   CHECK(inv.config.rdzv_backend == "c10d");
-  CHECK(inv.config.min_nodes == 2);
-  CHECK(inv.config.max_nodes == 2);
+  CHECK(inv.config.job.min_nodes == 2);
+  CHECK(inv.config.job.max_nodes == 2);
   CHECK(inv.config.run_id == "run-1234");  // random unless --rdzv-id
   CHECK(inv.launch.nproc_per_node == "2");
   // What the fan-out sets per node is not in agent_args; the rest is.

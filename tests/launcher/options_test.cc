@@ -117,19 +117,19 @@ TEST_CASE("defaults equal torchrun's", "[launcher]") {
   CHECK(c.nproc_per_node == 1);
   CHECK(c.gpu_ids.empty());
   CHECK_FALSE(c.virtual_local_rank);
-  CHECK(c.min_nodes == 1);
-  CHECK(c.max_nodes == 1);
+  CHECK(c.job.min_nodes == 1);
+  CHECK(c.job.max_nodes == 1);
   CHECK(c.rdzv_backend == "static");
   CHECK(c.rdzv_endpoint.empty());
   CHECK(c.run_id == "none");
   CHECK(c.rdzv_conf.empty());
   CHECK_FALSE(c.standalone);
-  CHECK(c.max_restarts == 0);
-  CHECK(c.max_no_progress_restarts == 0);  // docs/progress.md: off
-  CHECK(c.no_progress_exit_code == 93);
-  CHECK(c.straggler_factor_milli == 2000);  // docs/stragglers.md
-  CHECK(c.straggler_reports == 5);
-  CHECK_FALSE(c.exclude_straggler);
+  CHECK(c.job.max_restarts == 0);
+  CHECK(c.job.max_no_progress_restarts == 0);  // docs/progress.md: off
+  CHECK(c.job.no_progress_exit_code == 93);
+  CHECK(c.job.straggler_factor_milli == 2000);  // docs/stragglers.md
+  CHECK(c.job.straggler_reports == 5);
+  CHECK_FALSE(c.job.exclude_straggler);
   CHECK(c.role == "default");
   CHECK_FALSE(c.log_dir);
   CHECK(c.redirects.all == ddp::agent::Streams::kNone);
@@ -172,12 +172,12 @@ TEST_CASE("PET_* variables fill options the command line leaves out", "[launcher
                     {"PET_STORE_ALLOW", "loopback"}}};
   auto c = ok({"x.py"}, m).config;
   CHECK(c.nproc_per_node == 3);
-  CHECK(c.min_nodes == 1);
-  CHECK(c.max_nodes == 2);
+  CHECK(c.job.min_nodes == 1);
+  CHECK(c.job.max_nodes == 2);
   CHECK(c.rdzv_backend == "c10d");
   CHECK(c.rdzv_endpoint == "host:1");
   CHECK(c.run_id == "j");
-  CHECK(c.max_restarts == 2);
+  CHECK(c.job.max_restarts == 2);
   CHECK(c.role == "r");
   CHECK(c.tee.all == ddp::agent::Streams::kBoth);
   CHECK(c.master_port == 4000);
@@ -193,7 +193,7 @@ TEST_CASE("PET_* variables fill options the command line leaves out", "[launcher
   SECTION("explicit flags win") {
     auto c2 = ok({"--nproc-per-node", "2", "--max_restarts", "0", "--role", "x", "x.py"}, m).config;
     CHECK(c2.nproc_per_node == 2);
-    CHECK(c2.max_restarts == 0);
+    CHECK(c2.job.max_restarts == 0);
     CHECK(c2.role == "x");
   }
   SECTION("flags read PET_<NAME> as 0 or 1") {

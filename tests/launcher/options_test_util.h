@@ -41,9 +41,9 @@ inline std::string describe(const Invocation& inv) {
   o << "\nnproc " << c.nproc_per_node << "\ngpus:";
   for (int g : c.gpu_ids) o << " " << g;
   o << "\nvirtual " << c.virtual_local_rank << "\nrole " << c.role << "\nmax_restarts "
-    << c.max_restarts << "\nno_progress " << c.max_no_progress_restarts << " "
-    << c.no_progress_exit_code << "\nstraggler " << c.straggler_factor_milli << " "
-    << c.straggler_reports << " " << c.exclude_straggler << "\nshutdown_ms "
+    << c.job.max_restarts << "\nno_progress " << c.job.max_no_progress_restarts << " "
+    << c.job.no_progress_exit_code << "\nstraggler " << c.job.straggler_factor_milli << " "
+    << c.job.straggler_reports << " " << c.job.exclude_straggler << "\nshutdown_ms "
     << c.shutdown_timeout.count() << "\nlog_dir " << (c.log_dir ? c.log_dir->string() : "-")
     << "\nevent_log " << c.event_log.value_or("none") << "\nredirects " << streams_text(c.redirects)
     << "\ntee " << streams_text(c.tee) << "\nfilter:";
@@ -57,7 +57,7 @@ inline std::string describe(const Invocation& inv) {
   o << "\nbackend " << c.rdzv_backend << "\nendpoint " << c.rdzv_endpoint << "\nrun_id " << c.run_id
     << "\nconf:";
   for (const auto& [k, v] : c.rdzv_conf) o << " " << k << "=" << v;
-  o << "\nnodes " << c.min_nodes << ":" << c.max_nodes << "\nnode_rank " << c.node_rank
+  o << "\nnodes " << c.job.min_nodes << ":" << c.job.max_nodes << "\nnode_rank " << c.node_rank
     << "\nmaster " << c.master_addr << ":" << c.master_port << " given " << c.master_port_given
     << "\nconnections " << c.connection_limits.max_connections << " per peer "
     << c.connection_limits.max_per_peer << " first_request_ms "

@@ -12,8 +12,8 @@ AgentConfig etcd_job(std::string endpoints, std::map<std::string, std::string> c
   AgentConfig c;
   c.rdzv_backend = "etcd";
   c.rdzv_endpoint = std::move(endpoints);
-  c.min_nodes = 1;
-  c.max_nodes = 3;
+  c.job.min_nodes = 1;
+  c.job.max_nodes = 3;
   c.rdzv_conf = std::move(conf);
   return c;
 }
@@ -37,6 +37,8 @@ TEST_CASE("etcd settings: endpoints, prefix, lease and the shared keys", "[etcd_
   CHECK(s->rdzv.config.last_call_timeout == 500ms);
   CHECK(s->rdzv.connect_timeout == 4s);
   CHECK(s->rdzv.config.max_nodes == 3);
+  CHECK(s->rdzv.host == "e1");  // the first endpoint
+  CHECK(s->rdzv.port == 2379);
   // The elected host's daemon drops a silent node after lease_ttl (3 s here).
   CHECK(s->rdzv.config.heartbeat_budget() == 3s);
   auto d = etcd_settings(etcd_job("e1"));
@@ -83,7 +85,12 @@ TEST_CASE("etcd settings: bad input names the key and the fix", "[etcd_settings]
   CHECK_THAT(error(etcd_job("a", {{"protocol", "https"}, {"cert", "/c.pem"}})),
              Catch::Contains("cert and key go together"));
   CHECK_THAT(error(etcd_job("a", {{"is_host", "1"}})), Catch::Contains("drop is_host"));
-  CHECK_THAT(error(etcd_job("a", {{"colour", "red"}})), Catch::Contains("lease_ttl"));
+  CHECK(error(etcd_job("a", {{"colour", "red"}})) ==
+        "--rdzv-conf: unknown key 'colour'; use join_timeout, last_call_timeout, close_timeout, "
+        "read_timeout, etcd_prefix, lease_ttl, protocol, cacert, cert, key");
+  // The TLS checks come before the shared keys, as they always did.
+  CHECK_THAT(error(etcd_job("a", {{"cacert", "/ca.pem"}, {"zzz", "1"}})),
+             Catch::Contains("protocol=https"));
   CHECK_THAT(error(etcd_job("a", {{"join_timeout", "soon"}})), Catch::Contains("join_timeout"));
 }
 

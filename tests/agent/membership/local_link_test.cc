@@ -45,7 +45,7 @@ membership::Failure failure(std::uint32_t rank, std::int32_t code, int at_second
 struct Harness {
   explicit Harness(int max_restarts) {
     config.nproc_per_node = 3;
-    config.max_restarts = max_restarts;
+    config.job.max_restarts = max_restarts;
     setup.group.master_addr = "127.0.0.1";
     setup.group.run_id = "single";
     setup.hostname = "host-a";

@@ -11,9 +11,9 @@ AgentConfig two_nodes(std::string endpoint) {
   AgentConfig c;
   c.rdzv_backend = "c10d";
   c.rdzv_endpoint = std::move(endpoint);
-  c.min_nodes = 1;
-  c.max_nodes = 2;
-  c.max_restarts = 3;
+  c.job.min_nodes = 1;
+  c.job.max_nodes = 2;
+  c.job.max_restarts = 3;
   return c;
 }
 
@@ -60,6 +60,34 @@ TEST_CASE("rdzv settings: conf keys become the membership config", "[rdzv_settin
   CHECK(*rdzv_settings(c)->is_host);
 }
 
+TEST_CASE("rdzv settings: the JOIN's config is the job's, with --rdzv-conf's timeouts",
+          "[rdzv_settings]") {
+  AgentConfig c = two_nodes("h:1");
+  c.job.max_no_progress_restarts = 2;
+  c.job.no_progress_exit_code = 17;
+  c.job.straggler_factor_milli = 1500;
+  c.job.straggler_reports = 7;
+  c.job.exclude_straggler = true;
+  c.rdzv_conf = {{"timeout", "90"}, {"heartbeat_timeout", "5"}};
+  auto s = rdzv_settings(c);
+  REQUIRE(s);
+  rendezvous::membership::Config want = c.job;
+  want.join_timeout = 90s;  // timeout: join_timeout's torchrun name; heartbeat_timeout: unused
+  CHECK(s->config == want);
+}
+
+TEST_CASE("rdzv settings: the key names", "[rdzv_settings]") {
+  namespace k = rdzv_key;
+  for (const char* key : {k::kJoinTimeout, k::kTimeout, k::kLastCallTimeout, k::kCloseTimeout,
+                          k::kKeepAliveInterval, k::kKeepAliveMaxAttempt, k::kReadTimeout,
+                          k::kHeartbeatTimeout, k::kIsHost, k::kSecretFile}) {
+    CHECK(is_rdzv_key(key));
+  }
+  for (const char* other : {"lease_ttl", "etcd_prefix", "join-timeout", "", "JOIN_TIMEOUT"}) {
+    CHECK_FALSE(is_rdzv_key(other));
+  }
+}
+
 TEST_CASE("rdzv settings: bad input names the problem", "[rdzv_settings]") {
   auto message = [](AgentConfig c) {
     auto s = rdzv_settings(c);
@@ -83,11 +111,11 @@ TEST_CASE("rdzv settings: bad input names the problem", "[rdzv_settings]") {
 AgentConfig static_nodes(int nodes, int node_rank) {
   AgentConfig c;
   c.rdzv_backend = "static";
-  c.min_nodes = c.max_nodes = nodes;
+  c.job.min_nodes = c.job.max_nodes = nodes;
   c.node_rank = node_rank;
   c.master_addr = "10.0.0.7";
   c.master_port = 29511;
-  c.max_restarts = 2;
+  c.job.max_restarts = 2;
   return c;
 }
 
@@ -129,13 +157,13 @@ TEST_CASE("rdzv settings: static backend bad input names the fix", "[rdzv_settin
   CHECK_THAT(message(port0), Catch::Contains("--master-port PORT"));
   CHECK_THAT(message(static_nodes(2, 2)), Catch::Contains("--node-rank 0..1"));
   AgentConfig elastic = static_nodes(2, 0);
-  elastic.min_nodes = 1;
+  elastic.job.min_nodes = 1;
   CHECK_THAT(message(elastic), Catch::Contains("elastic"));
   AgentConfig host = static_nodes(2, 0);
   host.rdzv_conf = {{"is_host", "true"}};
   CHECK_THAT(message(host), Catch::Contains("drop is_host"));
   AgentConfig exclude = static_nodes(2, 1);
-  exclude.exclude_straggler = true;
+  exclude.job.exclude_straggler = true;
   CHECK_THAT(message(exclude), Catch::Contains("drop --exclude-straggler"));
   CHECK_THAT(message(exclude), Catch::Contains("--rdzv-backend c10d"));
 }

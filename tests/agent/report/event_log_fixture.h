@@ -37,10 +37,10 @@ inline EventOrigin origin() {
   o.agent_pid = 4242;
   o.backend = "c10d";
   o.endpoint = "10.0.0.1:29400";
-  o.min_nodes = 2;
-  o.max_nodes = 3;
+  o.job.min_nodes = 2;
+  o.job.max_nodes = 3;
   o.nproc_per_node = 4;
-  o.max_restarts = 1;
+  o.job.max_restarts = 1;
   return o;
 }
 
