@@ -136,7 +136,6 @@ std::size_t root_cause_index(const std::vector<FailureRecord>& records) {
   return best;
 }
 
-int failure_exit_code(const FailureRecord& record) { return record.failure.status.shell_code(); }
 
 std::string format_failure_report(const std::string& name, const std::string& host,
                                   const std::vector<FailureRecord>& records,

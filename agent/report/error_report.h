@@ -47,8 +47,6 @@ struct FailureRecord {
 // Precondition: !records.empty().
 std::size_t root_cause_index(const std::vector<FailureRecord>& records);
 
-// The exit code ddprun returns for this failure: the worker's exit code, or 128 + signal.
-int failure_exit_code(const FailureRecord& record);
 
 // torchrun's "<name> FAILED" table: other failures, then the root cause.
 std::string format_failure_report(const std::string& name, const std::string& host,

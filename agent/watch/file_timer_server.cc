@@ -72,11 +72,6 @@ void FileTimerServer::apply(const TimerRequest& request) {
   arm();
 }
 
-void FileTimerServer::clear(pid_t pid) {
-  std::erase_if(timers_, [pid](const auto& entry) { return entry.first.first == pid; });
-  arm();
-}
-
 void FileTimerServer::clear_all() {
   timers_.clear();
   arm();

@@ -54,8 +54,7 @@ class FileTimerServer {
   FileTimerServer(const FileTimerServer&) = delete;
   FileTimerServer& operator=(const FileTimerServer&) = delete;
 
-  // Drops the timers of `pid`, or of every pid (the agent does at each group's start and end).
-  void clear(pid_t pid);
+  // Drops every timer (the agent does at each group's start and end).
   void clear_all();
   // Applies one request (what a line on the FIFO does); public for tests.
   void apply(const TimerRequest& request);
