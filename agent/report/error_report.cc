@@ -136,7 +136,6 @@ std::size_t root_cause_index(const std::vector<FailureRecord>& records) {
   return best;
 }
 
-
 std::string format_failure_report(const std::string& name, const std::string& host,
                                   const std::vector<FailureRecord>& records,
                                   std::size_t root_index) {

@@ -47,7 +47,6 @@ struct FailureRecord {
 // Precondition: !records.empty().
 std::size_t root_cause_index(const std::vector<FailureRecord>& records);
 
-
 // torchrun's "<name> FAILED" table: other failures, then the root cause.
 std::string format_failure_report(const std::string& name, const std::string& host,
                                   const std::vector<FailureRecord>& records,
