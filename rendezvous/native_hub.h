@@ -11,7 +11,7 @@
 // Calls may nest (a push that makes a peer close calls closed() from inside a delivery).
 // Lifetime: owned by SessionContext; stop() cancels the timer so the io_context can finish.
 //
-// Job secrets (issue 21): a connection that sends AUTH_HELLO gets a CHALLENGE and from then on
+// Job secrets: a connection that sends AUTH_HELLO gets a CHALLENGE and from then on
 // sends AUTH_FRAMEs only; the auth::Gate decides (rendezvous/auth/gate.h). A refused request
 // changes nothing and gets an ErrorEvent kUnauthenticated on its own connection.
 #pragma once
