@@ -1,5 +1,5 @@
 #!/bin/sh
-# Hang benchmark (issue 18): torchrun 1.13 and ddprun serving PyTorch's file timer, side by
+# Hang benchmark: torchrun 1.13 and ddprun serving PyTorch's file timer, side by
 # side; plus the worker SDK's cost per heartbeat when the SDK is built.
 # usage: bench/hang/run.sh [BUILD_DIR] [--repeats N]   (BUILD_DIR defaults to build/)
 set -eu
@@ -12,6 +12,8 @@ if [ ! -x "$ddprun" ]; then
   exit 2
 fi
 /usr/bin/python3 "$here/bench.py" "$ddprun" "$@"
+# beat_cost exists where the SDK is built (not part of `all`: built here).
+cmake --build "$build" --target beat_cost >/dev/null 2>&1 || true
 if [ -x "$build/bin/beat_cost" ]; then
   echo
   "$build/bin/beat_cost"
