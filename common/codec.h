@@ -226,6 +226,14 @@ struct Envelope {
   Envelope(const Envelope&) = delete;
   Envelope& operator=(const Envelope&) = delete;
 
+  // Fails the message unless its type is `expected`.
+  void expect(std::uint8_t expected) {
+    if (outer.ok() && type != expected) {
+      in.fail("expected message type " + std::to_string(expected) + ", got " +
+              std::to_string(type));
+    }
+  }
+
   template <typename T>
   Decoded<T> finish(T value) const {
     return outer.finish(std::move(value));

@@ -17,11 +17,6 @@ void get32(codec::Reader& in, const char* what, auth::Bytes32& b) {
   if (bytes.size() == b.size()) std::memcpy(b.data(), bytes.data(), b.size());
 }
 
-// The message's type must be `type`.
-void expect(codec::Envelope& e, std::uint8_t type, const char* name) {
-  if (e.outer.ok() && e.type != type) e.in.fail(std::string("not an ") + name);
-}
-
 }  // namespace
 
 std::string encode_auth_hello(std::string_view run_id) {
@@ -59,7 +54,7 @@ std::string encode_challenge(const ChallengeMessage& c) {
 
 codec::Decoded<std::string> parse_auth_hello(std::string_view input, const AuthLimits& limits) {
   codec::Envelope e(input, limits.max_request_bytes);
-  expect(e, kAuthHelloType, "AUTH_HELLO");
+  e.expect(kAuthHelloType);
   std::string run_id = e.in.str("AUTH_HELLO run id", limits.max_run_id_bytes);
   if (e.in.ok() && run_id.empty()) e.in.fail("AUTH_HELLO without a run id");
   return e.finish(std::move(run_id));
@@ -67,7 +62,7 @@ codec::Decoded<std::string> parse_auth_hello(std::string_view input, const AuthL
 
 codec::Decoded<AuthFrame> parse_auth_frame(std::string_view input, const AuthLimits& limits) {
   codec::Envelope e(input, limits.max_request_bytes);
-  expect(e, kAuthFrameType, "AUTH_FRAME");
+  e.expect(kAuthFrameType);
   AuthFrame f;
   f.counter = e.in.get<std::uint64_t>();
   get32(e.in, "AUTH_FRAME mac", f.mac);
@@ -92,7 +87,7 @@ codec::Decoded<AuthFrame> parse_auth_frame(std::string_view input, const AuthLim
 
 codec::Decoded<ChallengeMessage> parse_challenge(std::string_view input) {
   codec::Envelope e(input, 1024);
-  expect(e, kChallengeType, "CHALLENGE");
+  e.expect(kChallengeType);
   ChallengeMessage c;
   get32(e.in, "CHALLENGE", c.challenge);
   c.job_keyed = e.in.flag("CHALLENGE keyed");

@@ -103,9 +103,7 @@ Decoded<Version> decode_version_as(std::uint8_t type, std::string_view input,
                                    const WireLimits& limits) {
   fields::Envelope e(input, limits);
   Version v;
-  if (e.outer.ok() && e.type != type) {
-    e.in.fail("expected message type " + std::to_string(type) + ", got " + std::to_string(e.type));
-  }
+  e.expect(type);
   v.protocol = e.in.get<std::uint32_t>();
   v.oldest = e.in.get<std::uint32_t>();
   v.ddprun = fields::name(e.in, limits, "ddprun version");
