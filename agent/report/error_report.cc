@@ -1,13 +1,16 @@
 #include "agent/report/error_report.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <sstream>
 
-#include "agent/workers/worker_args.h"
+#include "common/signal_name.h"
 
 namespace ddp::agent {
 namespace {
@@ -25,8 +28,13 @@ std::optional<double> parse_timestamp(const json& j) {
   return std::nullopt;
 }
 
-std::string format_time(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
+using rendezvous::membership::Failure;
+
+constexpr std::size_t kMaxWidth = 60;  // torchrun's bound on its rules
+
+std::string format_time(rendezvous::membership::WallTime at) {
+  const std::time_t t =
+      std::chrono::duration_cast<std::chrono::seconds>(at.time_since_epoch()).count();
   std::tm tm{};
   localtime_r(&t, &tm);  // torchrun shows local time
   char buf[64];
@@ -34,39 +42,43 @@ std::string format_time(double unix_seconds) {
   return buf;
 }
 
-std::string indent_traceback(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    out.push_back(c);
-    if (c == '\n') out += "      ";
+// What torchrun shows as the traceback: the stack, else the message, else why there is none.
+std::string traceback_text(const Failure& f) {
+  std::string text = !f.traceback.empty() ? f.traceback : f.message;
+  if (text.empty() && f.exit_code < 0) {
+    text = "Signal " + std::to_string(-f.exit_code) + " (" + signal_name(-f.exit_code) +
+           ") received by PID " + std::to_string(f.pid);
   }
-  while (!out.empty() && (out.back() == ' ' || out.back() == '\n')) out.pop_back();
+  if (text.empty())
+    text = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html";
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  std::string out;
+  for (char c : text) out += c == '\n' ? std::string("\n  ") : std::string(1, c);
   return out;
 }
 
-void append_failure(std::ostringstream& os, std::size_t index, const std::string& host,
-                    const FailureRecord& r) {
-  const auto& f = r.failure;
+// One failure's block, without a final newline.
+std::string failure_block(std::size_t index, const Failure& f) {
+  std::ostringstream os;
   os << "[" << index << "]:\n";
-  os << "  time      : " << format_time(r.failure_time()) << "\n";
-  os << "  host      : " << host << "\n";
-  os << "  rank      : " << r.global_rank << " (local_rank: " << f.local_rank << ")\n";
-  os << "  exitcode  : " << f.status.shell_code() << " (pid: " << f.pid << ")";
-  if (f.status.signal != 0) os << " killed by " << signal_name(f.status.signal);
-  os << "\n";
-  os << "  error_file: " << (r.error && !r.error_file.empty() ? r.error_file : "<N/A>") << "\n";
-  if (r.error) {
-    os << "  message   : " << r.error->message << "\n";
-    if (!r.error->traceback.empty()) {
-      os << "  traceback : " << indent_traceback(r.error->traceback) << "\n";
-    }
-  } else if (f.status.signal != 0) {
-    os << "  traceback : Signal " << f.status.signal << " (" << signal_name(f.status.signal)
-       << ") received by PID " << f.pid << "\n";
-  } else {
-    os << "  traceback : none (the worker wrote no error file; use torch's @record or the "
-          "ddprun worker SDK to get one)\n";
+  os << "  time      : " << format_time(f.time) << "\n";
+  os << "  host      : " << f.node_key << "\n";
+  os << "  rank      : " << f.rank << " (local_rank: " << f.local_rank << ")\n";
+  os << "  exitcode  : " << f.exit_code << " (pid: " << f.pid << ")";
+  if (f.exit_code < 0) os << "  (" << signal_name(-f.exit_code) << ")";
+  os << "\n  error_file: " << (f.error_file.empty() ? "<N/A>" : f.error_file) << "\n";
+  os << "  traceback : " << traceback_text(f);
+  return os.str();
+}
+
+std::size_t longest_line(std::string_view text) {
+  std::size_t longest = 0;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    longest = std::max(longest, end - at);
+    at = end + 1;
   }
+  return longest;
 }
 
 }  // namespace
@@ -123,35 +135,30 @@ std::optional<ErrorFileInfo> read_error_file(const std::filesystem::path& path) 
                        "", std::nullopt};
 }
 
-double FailureRecord::failure_time() const {
-  if (error && error->timestamp) return *error->timestamp;
-  return std::chrono::duration<double>(failure.detected.time_since_epoch()).count();
-}
-
-std::size_t root_cause_index(const std::vector<FailureRecord>& records) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < records.size(); ++i) {
-    if (records[i].failure_time() < records[best].failure_time()) best = i;
+std::string format_failure_report(const std::string& name, const std::vector<Failure>& failures,
+                                  std::size_t root) {
+  std::vector<std::size_t> order(failures.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return failures[a].rank < failures[b].rank;
+  });
+  const std::string title = name + " FAILED";
+  std::size_t width = title.size();
+  std::string others, root_block;
+  for (std::size_t place = 0; place < order.size(); ++place) {
+    std::string block = failure_block(place, failures[order[place]]);
+    width = std::max(width, longest_line(block));
+    if (order[place] == root) {
+      root_block = std::move(block);
+    } else {
+      others += (others.empty() ? "" : "\n") + block;
+    }
   }
-  return best;
-}
-
-std::string format_failure_report(const std::string& name, const std::string& host,
-                                  const std::vector<FailureRecord>& records,
-                                  std::size_t root_index) {
-  const std::string rule(60, '-');
-  std::ostringstream os;
-  os << std::string(60, '=') << "\n" << name << " FAILED\n" << rule << "\nFailures:\n";
-  std::size_t shown = 0;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    if (i == root_index) continue;
-    append_failure(os, ++shown, host, records[i]);
-  }
-  if (shown == 0) os << "  <NO_OTHER_FAILURES>\n";
-  os << rule << "\nRoot Cause (first observed failure):\n";
-  if (root_index < records.size()) append_failure(os, 0, host, records[root_index]);
-  os << std::string(60, '=') << "\n";
-  return os.str();
+  width = std::min(width, kMaxWidth);
+  const std::string border(width, '='), rule(width, '-');
+  return border + "\n" + title + "\n" + rule + "\nFailures:\n" +
+         (others.empty() ? "  <NO_OTHER_FAILURES>" : others) + "\n" + rule +
+         "\nRoot Cause (first observed failure):\n" + root_block + "\n" + border + "\n";
 }
 
 std::string program_name(const std::vector<std::string>& argv, bool python) {

@@ -1,5 +1,6 @@
-// The failure report: what a worker wrote to its TORCHELASTIC_ERROR_FILE, which failure
-// is the root cause, and torchrun's table. Pure functions, plus read_error_file().
+// The failure report: what a worker wrote to its TORCHELASTIC_ERROR_FILE, and torchrun's
+// "<program> FAILED" table of the rendezvous's failure records (messages.h). Pure functions,
+// plus read_error_file().
 //
 // Error file JSON (what torch's @record and ddprun's worker SDK write):
 //   {"message": {"message": "<type>: <text>",
@@ -14,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/workers/supervisor.h"
 #include "common/status.h"
+#include "rendezvous/membership/messages.h"
 
 namespace ddp::agent {
 
@@ -33,24 +34,13 @@ Result<ErrorFileInfo> parse_error_file(std::string_view json);
 // to the file's write time when that falls within the same second.
 std::optional<ErrorFileInfo> read_error_file(const std::filesystem::path& path);
 
-struct FailureRecord {
-  WorkerFailure failure;
-  int global_rank = 0;
-  std::string error_file;
-  std::optional<ErrorFileInfo> error;
-
-  // When it failed: the error file's timestamp, else the time the agent saw the exit.
-  double failure_time() const;
-};
-
-// Index of the root cause: the smallest failure_time(); ties go to the earlier record.
-// Precondition: !records.empty().
-std::size_t root_cause_index(const std::vector<FailureRecord>& records);
-
-// torchrun's "<name> FAILED" table: other failures, then the root cause.
-std::string format_failure_report(const std::string& name, const std::string& host,
-                                  const std::vector<FailureRecord>& records,
-                                  std::size_t root_index);
+// torchrun's (2.14) "<name> FAILED" table, line for line: the failures other than
+// failures[root] under "Failures:", then failures[root] under "Root Cause"; each numbered by
+// its place in rank order, host = its node_key, traceback = its traceback, else its message.
+// Precondition: root < failures.size().
+std::string format_failure_report(const std::string& name,
+                                  const std::vector<rendezvous::membership::Failure>& failures,
+                                  std::size_t root);
 
 // The program name for the report: for Python workers the script or -m module
 // ("python -u x.py" -> "x.py"), else argv[0]'s file name.

@@ -59,6 +59,7 @@ Json failure_json(const membership::Failure& f, const std::string& own_host) {
       std::chrono::duration_cast<std::chrono::system_clock::duration>(f.time.time_since_epoch())));
   j["error_file"] = or_null(f.error_file);
   j["message"] = or_null(f.message);
+  j["traceback"] = or_null(f.traceback);
   return j;
 }
 

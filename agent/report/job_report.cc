@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "agent/report/error_report.h"
-#include "agent/report/failure_wire.h"
+#include "rendezvous/membership/job.h"
 
 namespace ddp::agent {
 namespace {
@@ -21,20 +21,23 @@ void LocalJobReport::job_finished(const rendezvous::membership::JobFinished& fin
                                   const WorkersResult* last) {
   if (finished.no_progress) spdlog::error("job {}", finished.reason);  // why no restart followed
   if (finished.exit_code == 0 || last == nullptr) return;
-  if (last->outcome.kind != Outcome::Kind::kFailed) return;  // an error was logged already
-  std::vector<FailureRecord> records;
-  for (const auto& f : last->outcome.failures)
-    records.push_back(failure_record(f, setup_, f.attempt));
-  if (records.empty()) return;
-  print(format_failure_report(program_name(config_.worker_argv, config_.python_workers),
-                              setup_.hostname, records, root_cause_index(records)));
+  if (last->outcome.kind != Outcome::Kind::kFailed || last->failures.empty()) return;
+  std::vector<rendezvous::membership::Failure> failures = last->failures;
+  for (auto& f : failures) f.node_key = setup_.hostname;
+  // The job's root cause, as for a job of many nodes (rendezvous/membership/job.h).
+  const auto root =
+      finished.root_cause ? finished.root_cause : rendezvous::membership::root_cause_of(failures);
+  std::size_t index = 0;
+  while (index + 1 < failures.size() && failures[index].rank != root->rank) ++index;
+  print(format_failure_report(program_name(config_.worker_argv, config_.python_workers), failures,
+                              index));
 }
 
 void RootCauseReport::job_finished(const rendezvous::membership::JobFinished& finished,
                                    const WorkersResult*) {
   if (finished.root_cause && !config_.job_report_by_launcher) {
-    std::string table = format_job_root_cause(
-        program_name(config_.worker_argv, config_.python_workers), *finished.root_cause);
+    std::string table = format_failure_report(
+        program_name(config_.worker_argv, config_.python_workers), {*finished.root_cause}, 0);
     if (!finished.reason.empty()) table += "job " + run_id_ + ": " + finished.reason + "\n";
     const auto& lines = finished.root_cause->diagnosis.last_lines;
     if (!lines.empty()) {

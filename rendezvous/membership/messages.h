@@ -49,11 +49,12 @@ struct Failure {
   std::int64_t pid = 0;
   WallTime time{};
   std::string error_file;
-  std::string message;  // "<type>: <text>" plus traceback, from the error file if any
+  std::string message;  // "<type>: <text>" from the error file if any
   bool hung = false;
   std::optional<std::int64_t> step;  // hung: the last step it beat
   Diagnosis diagnosis;               // its last lines and stack head (bounded; diagnosis.h)
   bool no_restart = false;
+  std::string traceback;  // the error file's stack (py_callstack), if any
   bool operator==(const Failure&) const = default;
 };
 

@@ -28,6 +28,7 @@ void put_failure(std::string& out, const Failure& f) {
       for (const std::string& line : *lines) put_str(out, line);
     }
     put<std::uint8_t>(out, f.no_restart ? 1 : 0);
+    put_str(out, f.traceback);
   });
 }
 
@@ -71,6 +72,7 @@ Failure failure(codec::Reader& outer, const WireLimits& limits) {
   f.diagnosis.last_lines = lines(in, "last lines");
   f.diagnosis.stack_head = lines(in, "stack head");
   f.no_restart = in.flag("failure no_restart");
+  f.traceback = text(in, limits, "failure traceback");
   return f;
 }
 

@@ -68,7 +68,7 @@
 //              i64 pid, i64 time, error_file str, message str,
 //              u8 hang (0 not hung, 1 hung, 2 hung with a step), i64 step (0 unless 2),
 //              last_lines, stack_head (lines := u64 n <= 40, n x str; diagnosis.h's bounds),
-//              u8 no_restart
+//              u8 no_restart, traceback str
 //
 // Requests get no reply except HELLO (VERSION), JOIN (JOINED or ERROR), QUERY_WAITING (WAITING)
 // and a refused request (ERROR); every other push comes whenever the job changes. TCPStore

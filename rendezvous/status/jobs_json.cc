@@ -31,7 +31,8 @@ json failure_json(const std::optional<m::Failure>& f) {
       {"time",
        iso_time(std::chrono::time_point_cast<std::chrono::system_clock::duration>(f->time))},
       {"error_file", f->error_file},
-      {"message", f->message}};
+      {"message", f->message},
+      {"traceback", f->traceback}};
 }
 
 json node_json(const m::NodeView& n, const Clocks& clocks) {

@@ -7,25 +7,36 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 
 #include "tests/catch.h"
 
 namespace ddp::agent {
 namespace {
 
-FailureRecord record(int local_rank, proc::ExitStatus status, double detected_s,
-                     std::optional<ErrorFileInfo> error = std::nullopt) {
-  FailureRecord r;
-  r.failure.local_rank = local_rank;
-  r.failure.pid = 4000 + local_rank;
-  r.failure.status = status;
-  r.failure.detected = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::duration<double>(detected_s)));
-  r.global_rank = 10 + local_rank;
-  r.error_file = "/logs/attempt_0/" + std::to_string(local_rank) + "/error.json";
-  r.error = std::move(error);
-  return r;
+using rendezvous::membership::Failure;
+
+Failure failure(std::uint32_t rank, std::int32_t exit_code, std::int64_t seconds) {
+  Failure f;
+  f.node_key = "localhost";
+  f.rank = rank;
+  f.local_rank = rank;
+  f.exit_code = exit_code;
+  f.pid = 100 + rank;
+  f.time = rendezvous::membership::WallTime(std::chrono::seconds(seconds));
+  return f;
+}
+
+// Lines with their trailing blanks cut, blank lines dropped: torchrun's table leaves trailing
+// blanks and a blank line around it.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
 }
 
 TEST_CASE("parses torch's @record error file", "[error_report]") {
@@ -92,43 +103,67 @@ TEST_CASE("read_error_file: whole seconds are refined by the file's write time i
   std::remove(path.c_str());
 }
 
-TEST_CASE("root cause is the smallest timestamp, error file before detection time",
-          "[error_report]") {
-  std::vector<FailureRecord> rs;
-  rs.push_back(record(0, proc::ExitStatus::exited(1), 1000.5));
-  rs.push_back(record(1, proc::ExitStatus::exited(3), 1000.9, ErrorFileInfo{"E", "", 999.0}));
-  rs.push_back(record(2, proc::ExitStatus::killed(SIGKILL), 1000.1));
-  CHECK(root_cause_index(rs) == 1);
-  rs[1].error->timestamp.reset();
-  CHECK(root_cause_index(rs) == 2);
-}
+// torchrun's table, printed by PyTorch 2.14.1's ChildFailedError.format_msg() (Debian sid,
+// TZ=UTC) for: rank 0 exit 3 without an error file, rank 1 exit 1 with an error file holding a
+// py_callstack, rank 2 killed by SIGKILL; rank 1 the first observed.
+constexpr const char* kTorchrunTable = R"(
+============================================================
+fail.py FAILED
+------------------------------------------------------------
+Failures:
+[0]:
+  time      : 2026-11-28_20:48:41
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 3 (pid: 100)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+[2]:
+  time      : 2026-11-28_20:48:41
+  host      : localhost
+  rank      : 2 (local_rank: 2)
+  exitcode  : -9 (pid: 102)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 102
+------------------------------------------------------------
+Root Cause (first observed failure):
+[1]:
+  time      : 2023-11-14_22:13:20
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 101)
+  error_file: /tmp/gold/ef/1.json
+  traceback : Traceback (most recent call last):
+    File x
+  ValueError: bad
 
-TEST_CASE("ties go to the first observed failure", "[error_report]") {
-  std::vector<FailureRecord> rs{record(0, proc::ExitStatus::exited(4), 5.0),
-                                record(1, proc::ExitStatus::exited(5), 5.0)};
-  CHECK(root_cause_index(rs) == 0);
-}
+============================================================
+)";
 
-TEST_CASE("report table shows root cause, others, messages and signals", "[error_report]") {
+TEST_CASE("the failure table is torchrun's, line for line", "[error_report]") {
   ::setenv("TZ", "UTC", 1);  // the table shows local time
   ::tzset();
-  std::vector<FailureRecord> rs;
-  rs.push_back(record(0, proc::ExitStatus::killed(SIGKILL), 2000.0));
-  rs.push_back(record(1, proc::ExitStatus::exited(3), 1000.0,
-                      ErrorFileInfo{"RuntimeError: bad", "Traceback:\n  line 1", 1000.0}));
-  std::string t = format_failure_report("train.py", "node7", rs, root_cause_index(rs));
-  CHECK(t.find("train.py FAILED") != std::string::npos);
-  auto root = t.find("Root Cause (first observed failure):");
-  REQUIRE(root != std::string::npos);
-  std::string head = t.substr(0, root), tail = t.substr(root);
-  CHECK(tail.find("rank      : 11 (local_rank: 1)") != std::string::npos);
-  CHECK(tail.find("exitcode  : 3 (pid: 4001)") != std::string::npos);
-  CHECK(tail.find("RuntimeError: bad") != std::string::npos);
-  CHECK(tail.find("Traceback:\n        line 1") != std::string::npos);
-  CHECK(tail.find("host      : node7") != std::string::npos);
-  CHECK(tail.find("time      : 1970-01-01_00:16:40") != std::string::npos);
-  CHECK(head.find("exitcode  : 137 (pid: 4000) killed by SIGKILL") != std::string::npos);
-  CHECK(head.find("Signal 9 (SIGKILL) received by PID 4000") != std::string::npos);
+  std::vector<Failure> fs{failure(2, -SIGKILL, 1795898921), failure(0, 3, 1795898921),
+                          failure(1, 1, 1700000000)};
+  fs[2].error_file = "/tmp/gold/ef/1.json";
+  fs[2].message = "ValueError: bad";
+  fs[2].traceback = "Traceback (most recent call last):\n  File x\nValueError: bad\n";
+  CHECK(lines_of(format_failure_report("fail.py", fs, 2)) == lines_of(kTorchrunTable));
+}
+
+TEST_CASE(
+    "failure table: the message when there is no traceback, and a narrower rule for short lines",
+    "[error_report]") {
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  Failure f = failure(5, 1, 0);
+  f.node_key = "node-b:42";
+  f.message = "worker died\nsecond line";
+  const std::string t = format_failure_report("x", {f}, 0);
+  CHECK_THAT(t, Catch::Contains("  <NO_OTHER_FAILURES>\n"));
+  CHECK_THAT(t, Catch::Contains("  host      : node-b:42\n"));
+  CHECK_THAT(t, Catch::Contains("  traceback : worker died\n  second line\n"));
+  CHECK(t.substr(0, t.find('\n')) == std::string(33, '='));  // its longest line (time), at most 60
 }
 
 TEST_CASE("program name for the report", "[error_report]") {

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <fstream>
 
+#include "agent/report/error_report.h"
 #include "tests/catch.h"
 
 namespace ddp::agent {
@@ -82,26 +83,32 @@ TEST_CASE("failure wire: a stuck worker says so, must not be restarted, has no e
   CHECK(wire[0].error_file.empty());
   CHECK(wire[0].time.time_since_epoch() == std::chrono::seconds(1800000000));
   CHECK_FALSE(wire[1].no_restart);
-  const std::string table = format_job_root_cause("train.py", wire[0]);
+  const std::string table = format_failure_report("train.py", {wire[0]}, 0);
   CHECK_THAT(table, Catch::Contains("error_file: <N/A>") &&
-                        Catch::Contains("message   : stuck: outlived SIGKILL"));
+                        Catch::Contains("traceback : stuck: outlived SIGKILL"));
 }
 
-TEST_CASE("failure wire: the job's root cause as torchrun's table", "[failure_wire]") {
-  rendezvous::membership::Failure f;
-  f.node_key = "node-b:42";
-  f.rank = 5;
-  f.local_rank = 1;
-  f.exit_code = -SIGKILL;
-  f.pid = 4711;
-  f.message = "worker died";
-  std::string table = format_job_root_cause("train.py", f);
-  CHECK_THAT(table, Catch::Contains("train.py FAILED"));
-  CHECK_THAT(table, Catch::Contains("node-b:42"));
-  CHECK_THAT(table, Catch::Contains("5 (local_rank: 1)"));
-  CHECK_THAT(table, Catch::Contains("SIGKILL"));
-  CHECK_THAT(table, Catch::Contains("4711"));
-  CHECK_THAT(table, Catch::Contains("worker died"));
+TEST_CASE("failure wire: a hung worker's note comes before its stack", "[failure_wire]") {
+  RunSetup setup;
+  setup.log_dir = std::filesystem::temp_directory_path() / "ddp_failure_wire_hang_test";
+  Outcome outcome;
+  outcome.kind = Outcome::Kind::kFailed;
+  WorkerFailure w{0, 1, 77, proc::ExitStatus::exited(124), {}, std::nullopt, std::nullopt};
+  w.hang = HangNote{"hung: rank 1 last beat at step 4",
+                    "frame 0\nframe 1",
+                    std::chrono::system_clock::time_point(std::chrono::seconds(1700000000)),
+                    124,
+                    true,
+                    4};
+  outcome.failures.push_back(w);
+  const auto wire = to_wire_failures(outcome, setup, 0);
+  REQUIRE(wire.size() == 1);
+  CHECK(wire[0].hung);
+  CHECK(wire[0].step == 4);
+  CHECK(wire[0].message == "hung: rank 1 last beat at step 4");
+  CHECK(wire[0].traceback == "hung: rank 1 last beat at step 4\nframe 0\nframe 1");
+  CHECK(wire[0].error_file == (setup.attempt_dir(0) / "1" / "stack.txt").string());
+  CHECK(wire[0].time.time_since_epoch() == std::chrono::seconds(1700000000));
 }
 
 }  // namespace

@@ -303,7 +303,8 @@ class FailureReportTest(AgentTestBase):
         r = self.run_ddprun(2, "selfkill", 0)
         self.assertEqual(r.returncode, 137, r.stderr.decode())
         root = r.stderr.decode().split("Root Cause (first observed failure):")[1]
-        self.assertIn("killed by SIGKILL", root)
+        self.assertIn("exitcode  : -9 (pid: %d)  (SIGKILL)" % self.record(0, 0)["pid"], root)
+        self.assertIn("traceback : Signal 9 (SIGKILL) received by PID", root)
         self.assertIn("rank      : 0 (local_rank: 0)", root)
 
     def test_error_file_written_by_a_c_style_worker(self):

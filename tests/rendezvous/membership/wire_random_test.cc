@@ -18,7 +18,8 @@ using namespace std::chrono_literals;
 std::vector<std::string> seeds() {
   // Built field by field in one initializer: GCC 12 warns (-Wrestrict, a known false
   // positive) on assigning a short literal to a string member here.
-  const Failure f{"n", 0, 0, 0, -11, 0, WallTime(123us), "", "m", false, std::nullopt, {}, false};
+  const Failure f{"n",          0,  0,     0,  -11, 0, WallTime(123us), "", "m", false,
+                  std::nullopt, {}, false, "t"};
   Config c;
   c.max_nodes = 8;
   return {encode_request(JoinRequest{"r", c, NodeInfo{"k", "a", 1, 2}}),

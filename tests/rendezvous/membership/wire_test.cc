@@ -27,6 +27,7 @@ Failure sample_failure() {
   f.message = std::string("RuntimeError: boom\0binary", 25);
   f.diagnosis.last_lines = {"step 3 loss 0.25", "", std::string("bytes \xff\0 as they came", 22)};
   f.diagnosis.stack_head = {"Current thread 0x1 (most recent call first):"};
+  f.traceback = "Traceback (most recent call last):\n  File \"x.py\"\nRuntimeError: boom";
   return f;
 }
 
@@ -240,10 +241,12 @@ TEST_CASE("a failure's last lines and stack head beyond their bounds are errors"
              Catch::Contains("last lines of 4320 bytes exceed the limit of 4096 bytes"));
 }
 
-TEST_CASE("a failure's no_restart byte is 0 or 1, the failure's last", "[wire]") {
-  std::string bytes = encode_request(ReportFailure{1, {stuck_failure()}});
-  CHECK(bytes.back() == 1);
-  bytes.back() = 2;
+TEST_CASE("a failure's no_restart byte is 0 or 1", "[wire]") {
+  const Failure stuck = stuck_failure();
+  std::string bytes = encode_request(ReportFailure{1, {stuck}});
+  char& no_restart = bytes[bytes.size() - stuck.traceback.size() - 8 - 1];  // before traceback
+  CHECK(no_restart == 1);
+  no_restart = 2;
   CHECK_THAT(decode_request(bytes).error, Catch::Contains("failure no_restart flag is 2"));
 }
 
@@ -425,18 +428,22 @@ TEST_CASE("a failure record's unknown trailing fields are skipped, the next fail
   const Decoded<Payload> p = decode_push(framed('\x93', job));
   REQUIRE(p.state == DecodeState::kComplete);
   CHECK(p.value == Payload{finished});
-  // An older sender's failure, from before no_restart (its last byte): it may restart.
-  const std::string old_fields = failure_fields(stuck_failure());
-  const std::string older =
-      framed('\x82',
-             fields + record(old_fields.substr(0, old_fields.size() - 1)) + failure_record(second));
+  // An older sender's failure, from before no_restart and traceback (its last fields): it may
+  // restart, and has no traceback.
+  const Failure stuck = stuck_failure();
+  const std::string all_fields = failure_fields(stuck);
+  const std::string old_fields =
+      all_fields.substr(0, all_fields.size() - 1 - 8 - stuck.traceback.size());
+  const std::string older = framed('\x82', fields + record(old_fields) + failure_record(second));
   const Decoded<Request> o = decode_request(older);
   REQUIRE(o.state == DecodeState::kComplete);
-  CHECK(o.value == Request{ReportFailure{9, {sample_failure(), second}}});
+  Failure without_traceback = sample_failure();
+  without_traceback.traceback.clear();
+  CHECK(o.value == Request{ReportFailure{9, {without_traceback, second}}});
   // A failure record cut inside a field is an error, though the message around it is whole.
   const std::string cut =
       framed('\x82',
-             fields + record(old_fields.substr(0, old_fields.size() - 2)) + failure_record(second));
+             fields + record(old_fields.substr(0, old_fields.size() - 1)) + failure_record(second));
   CHECK_THAT(decode_request(cut).error, Catch::Contains("runs past the end of its record"));
 }
 
