@@ -126,9 +126,9 @@ void SupervisedWorkers::start(const Round& round) {
   groups_.back()->start(attempt_);
   if (event_log_ != nullptr) {
     std::vector<StartedWorker> started;
-    const auto& pids = groups_.back()->pids();
-    for (int r = 0; r < static_cast<int>(pids.size()); ++r) {
-      if (pids[r] != 0) started.push_back({r, round.rank_offset + r, pids[r]});
+    const Supervisor& group = *groups_.back();
+    for (int r = 0; r < group.size(); ++r) {
+      if (group.pid(r) != 0) started.push_back({r, round.rank_offset + r, group.pid(r)});
     }
     if (!started.empty()) event_log_->workers_started(attempt_, started);
   }
@@ -150,11 +150,11 @@ void SupervisedWorkers::kill_now() {
 
 std::optional<int> SupervisedWorkers::worker_of(pid_t pid) const {
   if (!live()) return std::nullopt;
-  const auto& pids = groups_.back()->pids();
+  const Supervisor& group = *groups_.back();
   // The pid itself, or up to 32 ancestors (a worker's dataloader, a shell's child).
   for (int depth = 0; depth < 32 && pid > 1; ++depth) {
-    for (std::size_t r = 0; r < pids.size(); ++r) {
-      if (pids[r] == pid && groups_.back()->live(static_cast<int>(r))) return static_cast<int>(r);
+    for (int r = 0; r < group.size(); ++r) {
+      if (group.pid(r) == pid && group.live(r)) return r;
     }
     const auto state = proc::read_process_state(pid);
     pid = state ? state->ppid : 0;
@@ -166,9 +166,10 @@ void SupervisedWorkers::abort_hung(const HangReport& report) {
   if (!live()) return;
   Supervisor* group = groups_.back().get();
   std::vector<StackTarget> targets;
-  const auto& pids = group->pids();
-  for (int r = 0; r < static_cast<int>(pids.size()); ++r) {
-    if (group->live(r)) targets.push_back({r, setup_.group.global_rank_base + r, pids[r], false});
+  for (int r = 0; r < group->size(); ++r) {
+    if (group->live(r)) {
+      targets.push_back({r, setup_.group.global_rank_base + r, group->pid(r), false});
+    }
   }
   spdlog::warn("taking the stacks of {} worker(s) before stopping the group", targets.size());
   watch_.capture(std::move(targets), [this, group, report](std::vector<CapturedStack> stacks) {
@@ -215,7 +216,7 @@ void SupervisedWorkers::act_on_hang(const HangReport& report, std::vector<Captur
     }
     // torchrun's file timer: the pid it names gets the signal it asked for (a worker's
     // SIGKILL goes to its group, the wait for its exit bounded).
-    const bool worker = group.pids()[r] == report.pid;
+    const bool worker = group.pid(r) == report.pid;
     if (worker) group.mark_hung(r, std::move(note));
     if (worker && report.signal == SIGKILL) {
       group.kill(r);
@@ -305,7 +306,7 @@ void SupervisedWorkers::on_exit(int id, proc::ExitStatus status) {
   if (groups_.empty()) return;
   Supervisor& group = *groups_.back();
   if (event_log_ != nullptr && group.live(id)) {
-    event_log_->worker_exited(id, setup_.group.global_rank_base + id, group.pids()[id], status);
+    event_log_->worker_exited(id, setup_.group.global_rank_base + id, group.pid(id), status);
   }
   group.on_exit(id, status);
 }

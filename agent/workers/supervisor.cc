@@ -27,17 +27,12 @@ void Supervisor::start(int attempt) {
 
 int Supervisor::live_count() const {
   int n = 0;
-  for (bool l : live_) n += l ? 1 : 0;
+  for (const Worker& w : workers_) n += w.live ? 1 : 0;
   return n;
 }
 
 void Supervisor::begin_attempt() {
-  pids_.assign(options_.nproc, 0);
-  live_.assign(options_.nproc, false);
-  hang_notes_.assign(options_.nproc, std::nullopt);
-  stuck_.assign(options_.nproc, std::nullopt);
-  killed_at_.assign(options_.nproc, std::nullopt);
-  d_since_.assign(options_.nproc, std::nullopt);
+  workers_.assign(options_.nproc, Worker{});
   failures_.clear();
   phase_ = Phase::kRunning;
   if (Status s = before_attempt_(attempt_); !s) {
@@ -52,20 +47,20 @@ void Supervisor::begin_attempt() {
       stop(SIGTERM, StopReason::kError);
       return;
     }
-    pids_[r] = *pid;
-    live_[r] = true;
+    workers_[r].pid = *pid;
+    workers_[r].live = true;
   }
   spdlog::debug("attempt {}: {} workers started", attempt_, options_.nproc);
   if (options_.uninterruptible_timeout.count() > 0) sample_states();
 }
 
 void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
-  if (local_rank < 0 || local_rank >= static_cast<int>(live_.size()) || !live_[local_rank]) return;
-  live_[local_rank] = false;
+  if (!live(local_rank)) return;
+  Worker& worker = workers_[local_rank];
+  worker.live = false;
   if (phase_ == Phase::kRunning) {
     if (!status.ok()) {
-      spdlog::info("worker {} (pid {}) failed: {}", local_rank, pids_[local_rank],
-                   status.describe());
+      spdlog::info("worker {} (pid {}) failed: {}", local_rank, worker.pid, status.describe());
       failures_.push_back(failure_of(local_rank, status));
       stop(SIGTERM, StopReason::kFailure);
       return;
@@ -80,23 +75,19 @@ void Supervisor::on_exit(int local_rank, proc::ExitStatus status) {
   // A failure of its own during a failure stop (not our death signal), or another worker the
   // agent killed as hung: report it too.
   if (reason_ == StopReason::kFailure && !status.ok() &&
-      ((status.signal != stop_signal_ && status.signal != SIGKILL) || hang_notes_[local_rank] ||
-       stuck_[local_rank])) {
+      ((status.signal != stop_signal_ && status.signal != SIGKILL) || worker.hang ||
+       worker.stuck)) {
     failures_.push_back(failure_of(local_rank, status));
   }
   if (live_count() == 0) after_stop();
 }
 
 WorkerFailure Supervisor::failure_of(int local_rank, proc::ExitStatus status) const {
-  WorkerFailure f{attempt_,
-                  local_rank,
-                  pids_[local_rank],
-                  status,
-                  std::chrono::system_clock::now(),
-                  hang_notes_[local_rank],
-                  std::nullopt};
+  const Worker& w = workers_[local_rank];
+  WorkerFailure f{attempt_, local_rank,  w.pid, status, std::chrono::system_clock::now(),
+                  w.hang,   std::nullopt};
   if (f.hang && f.hang->exit_code) f.status = proc::ExitStatus::exited(*f.hang->exit_code);
-  if (const auto& stuck = stuck_[local_rank]) {
+  if (const auto& stuck = w.stuck) {
     f.stuck = stuck->what;
     f.detected = stuck->since;
   }
@@ -104,9 +95,7 @@ WorkerFailure Supervisor::failure_of(int local_rank, proc::ExitStatus status) co
 }
 
 void Supervisor::mark_hung(int local_rank, HangNote note) {
-  if (local_rank >= 0 && local_rank < static_cast<int>(hang_notes_.size())) {
-    hang_notes_[local_rank] = std::move(note);
-  }
+  if (valid(local_rank)) workers_[local_rank].hang = std::move(note);
 }
 
 void Supervisor::stop(int signal, StopReason reason) {
@@ -114,9 +103,7 @@ void Supervisor::stop(int signal, StopReason reason) {
   state_timer_.cancel();
   reason_ = reason;
   stop_signal_ = signal;
-  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
-    if (live_[r]) launcher_.signal_group(r, signal);
-  }
+  signal_live(signal);
   if (live_count() == 0) {
     after_stop();
     return;
@@ -138,32 +125,33 @@ void Supervisor::interrupt(int signal) {
   } else if (phase_ == Phase::kStopping) {
     reason_ = StopReason::kSignal;  // ends as interrupted, not failed
     stop_signal_ = signal;
-    for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
-      if (live_[r]) launcher_.signal_group(r, signal);
-    }
+    signal_live(signal);
+  }
+}
+
+void Supervisor::signal_live(int signal) {
+  for (int r = 0; r < static_cast<int>(workers_.size()); ++r) {
+    if (workers_[r].live) launcher_.signal_group(r, signal);
   }
 }
 
 void Supervisor::kill_now() {
-  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
-    if (live_[r]) kill(r);
-  }
+  for (int r = 0; r < static_cast<int>(workers_.size()); ++r) kill(r);
 }
 
 void Supervisor::kill(int local_rank) {
   if (!live(local_rank)) return;
   launcher_.signal_group(local_rank, SIGKILL);
-  if (!killed_at_[local_rank]) killed_at_[local_rank] = std::chrono::steady_clock::now();
+  auto& killed_at = workers_[local_rank].killed_at;
+  if (!killed_at) killed_at = std::chrono::steady_clock::now();
   await_kills();
 }
 
 void Supervisor::await_kills() {
   if (kill_timer_armed_ || phase_ == Phase::kDone) return;
   std::optional<std::chrono::steady_clock::time_point> earliest;
-  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
-    if (live_[r] && killed_at_[r] && (!earliest || *killed_at_[r] < *earliest)) {
-      earliest = killed_at_[r];
-    }
+  for (const Worker& w : workers_) {
+    if (w.live && w.killed_at && (!earliest || *w.killed_at < *earliest)) earliest = w.killed_at;
   }
   if (!earliest) return;
   kill_timer_armed_ = true;
@@ -176,7 +164,7 @@ void Supervisor::await_kills() {
 }
 
 std::string Supervisor::describe(int local_rank) const {
-  const pid_t pid = pids_[local_rank];
+  const pid_t pid = workers_[local_rank].pid;
   const auto state = options_.inspect(pid);
   if (!state) return "pid " + std::to_string(pid) + ", no /proc entry";
   return "pid " + std::to_string(pid) + ", state " + state->describe_state() + ", wait channel " +
@@ -185,16 +173,17 @@ std::string Supervisor::describe(int local_rank) const {
 
 void Supervisor::give_up_on_killed() {
   const auto now = std::chrono::steady_clock::now();
-  for (int r = 0; r < static_cast<int>(live_.size()) && phase_ != Phase::kDone; ++r) {
-    if (!live_[r] || !killed_at_[r] || now - *killed_at_[r] < options_.kill_timeout) continue;
+  for (int r = 0; r < static_cast<int>(workers_.size()) && phase_ != Phase::kDone; ++r) {
+    Worker& w = workers_[r];
+    if (!w.live || !w.killed_at || now - *w.killed_at < options_.kill_timeout) continue;
     const std::string what =
         fmt::format("outlived SIGKILL by {:.1f} s: {}",
-                    std::chrono::duration<double>(now - *killed_at_[r]).count(), describe(r));
+                    std::chrono::duration<double>(now - *w.killed_at).count(), describe(r));
     spdlog::error(
         "worker {} {}; no longer waiting for it: it may still hold its devices (the host "
         "may need a reboot)",
         r, what);
-    if (!stuck_[r]) stuck_[r] = StuckNote{what, std::chrono::system_clock::now()};
+    if (!w.stuck) w.stuck = StuckNote{what, std::chrono::system_clock::now()};
     on_exit(r, proc::ExitStatus::killed(SIGKILL));
   }
   await_kills();  // the ones SIGKILLed later
@@ -203,19 +192,20 @@ void Supervisor::give_up_on_killed() {
 void Supervisor::sample_states() {
   if (phase_ != Phase::kRunning) return;
   const auto now = std::chrono::steady_clock::now();
-  for (int r = 0; r < static_cast<int>(live_.size()); ++r) {
-    const auto state = live_[r] ? options_.inspect(pids_[r]) : std::nullopt;
+  for (int r = 0; r < static_cast<int>(workers_.size()); ++r) {
+    Worker& w = workers_[r];
+    const auto state = w.live ? options_.inspect(w.pid) : std::nullopt;
     if (!state || state->state != 'D') {
-      d_since_[r].reset();
+      w.d_since.reset();
       continue;
     }
-    if (!d_since_[r]) d_since_[r] = now;
-    if (now - *d_since_[r] < options_.uninterruptible_timeout) continue;
+    if (!w.d_since) w.d_since = now;
+    if (now - *w.d_since < options_.uninterruptible_timeout) continue;
     const std::string what = fmt::format(
         "in uninterruptible sleep for {:.1f} s (TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT): {}",
-        std::chrono::duration<double>(now - *d_since_[r]).count(), describe(r));
+        std::chrono::duration<double>(now - *w.d_since).count(), describe(r));
     spdlog::error("worker {} {}; failing the group without restart", r, what);
-    stuck_[r] = StuckNote{what, std::chrono::system_clock::now()};
+    w.stuck = StuckNote{what, std::chrono::system_clock::now()};
     stop(SIGTERM, StopReason::kFailure);
     return;
   }
@@ -229,8 +219,8 @@ void Supervisor::sample_states() {
 
 void Supervisor::end_attempt_groups() {
   // Whatever a worker left in its process group goes with it; then forget the ids.
-  for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
-    if (pids_[r] == 0) continue;
+  for (int r = 0; r < static_cast<int>(workers_.size()); ++r) {
+    if (workers_[r].pid == 0) continue;
     launcher_.signal_group(r, SIGKILL);
     launcher_.release(r);
   }

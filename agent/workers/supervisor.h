@@ -114,11 +114,11 @@ class Supervisor {
 
   Phase phase() const { return phase_; }
   int attempt() const { return attempt_; }
-  // Pids of the current attempt, by local rank (0 = not started).
-  const std::vector<pid_t>& pids() const { return pids_; }
-  bool live(int local_rank) const {
-    return local_rank >= 0 && local_rank < static_cast<int>(live_.size()) && live_[local_rank];
-  }
+  // The current attempt's workers (its local ranks are 0..size-1).
+  int size() const { return static_cast<int>(workers_.size()); }
+  // The pid of the current attempt's `local_rank` (0 = not started, or no such rank).
+  pid_t pid(int local_rank) const { return valid(local_rank) ? workers_[local_rank].pid : 0; }
+  bool live(int local_rank) const { return valid(local_rank) && workers_[local_rank].live; }
 
  private:
   enum class StopReason { kFailure, kSignal, kError };
@@ -126,6 +126,7 @@ class Supervisor {
   void stop(int signal, StopReason reason);
   void after_stop();
   void end_attempt_groups();
+  void signal_live(int signal);
   void finish(Outcome outcome);
   int live_count() const;
   WorkerFailure failure_of(int local_rank, proc::ExitStatus status) const;
@@ -134,9 +135,21 @@ class Supervisor {
   void give_up_on_killed();
   void sample_states();
   std::string describe(int local_rank) const;
+  bool valid(int local_rank) const {
+    return local_rank >= 0 && local_rank < static_cast<int>(workers_.size());
+  }
   struct StuckNote {
     std::string what;
     std::chrono::system_clock::time_point since;
+  };
+  // One worker of the attempt, by local rank.
+  struct Worker {
+    pid_t pid = 0;  // 0: not started
+    bool live = false;
+    std::optional<HangNote> hang;    // the agent judged it hung (mark_hung)
+    std::optional<StuckNote> stuck;  // it outlived SIGKILL, or sat in D state too long
+    std::optional<std::chrono::steady_clock::time_point> killed_at;  // SIGKILL sent
+    std::optional<std::chrono::steady_clock::time_point> d_since;    // first seen in D state
   };
 
   proc::ProcessLauncher& launcher_;
@@ -153,13 +166,8 @@ class Supervisor {
   StopReason reason_ = StopReason::kFailure;
   int stop_signal_ = 0;
   int attempt_ = 0;
-  std::vector<pid_t> pids_;
-  std::vector<bool> live_;
+  std::vector<Worker> workers_;
   std::vector<WorkerFailure> failures_;
-  std::vector<std::optional<HangNote>> hang_notes_;                              // by local rank
-  std::vector<std::optional<StuckNote>> stuck_;                                  // by local rank
-  std::vector<std::optional<std::chrono::steady_clock::time_point>> killed_at_;  // SIGKILL sent
-  std::vector<std::optional<std::chrono::steady_clock::time_point>> d_since_;    // first seen D
   Status error_;
 };
 

@@ -164,7 +164,7 @@ TEST_CASE("a worker that outlives SIGKILL is given up, named, and fails the grou
           "[supervisor]") {
   Harness h({.nproc = 2, .shutdown_timeout = 20ms, .kill_timeout = 200ms, .inspect = disk_sleep});
   h.supervisor.start(0);
-  const pid_t stuck_pid = h.supervisor.pids()[1];
+  const pid_t stuck_pid = h.supervisor.pid(1);
   h.supervisor.on_exit(0, proc::ExitStatus::exited(1));
   const auto killed = [&] { return h.logged("signal 1 9"); };
   REQUIRE(h.run_until(killed));
@@ -230,7 +230,7 @@ TEST_CASE("a worker in uninterruptible sleep for the timeout fails the group as 
   Harness h({.nproc = 2,
              .uninterruptible_timeout = 300ms,
              .inspect = [&self](pid_t pid) -> std::optional<proc::ProcessState> {
-               const bool d = self != nullptr && pid == self->supervisor.pids()[1];
+               const bool d = self != nullptr && pid == self->supervisor.pid(1);
                return proc::ProcessState{d ? 'D' : 'S', 1, d ? "nfs_wait_bit" : ""};
              }});
   self = &h;
