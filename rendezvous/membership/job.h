@@ -135,8 +135,6 @@ class Job {
   // The participants of the current (or last) round by group rank; some may be gone.
   const std::vector<NodeId>& roster() const { return roster_; }
   std::size_t node_count() const { return members_.size(); }
-  // Workers of the last completed round's participants (sum of their local world sizes).
-  std::uint64_t world_size() const { return world_size_; }
   bool has_node(NodeId id) const { return members_.count(id) != 0; }
   // Why `id` was removed by the daemon (missed heartbeats, stop timeout, persistent
   // straggler): the message it was pushed; nullptr when it was not removed that way (or
@@ -257,7 +255,7 @@ class Job {
   TimePoint created_at_{};
   TimePoint forming_since_{};  // when the round now forming began to form
   std::optional<TimePoint> round_completed_at_;
-  std::uint64_t world_size_ = 0;  // of the last completed round
+  std::uint64_t world_size_ = 0;  // workers of the last completed round (JobView::world_size)
   std::optional<StopView> last_stop_;
   std::vector<Failure> last_failures_;  // diagnosed_failures() of the last round with any
   std::size_t last_failure_count_ = 0;  // every failure of that round
