@@ -81,25 +81,27 @@ std::string goodput_text(const json& job) {
   return buf;
 }
 
-// "0", "1 (rank 3)", "2 (ranks 3, 5)" (docs/stragglers.md): the flagged count, then the
-// flagged ranks /api/jobs lists (its slow_ranks, flagged first), at most 4; "-" from a daemon
-// that does not report stragglers.
+std::string seconds_text(const json& v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fs", v.is_number() ? v.get<double>() : 0.0);
+  return buf;
+}
+
+// "0", "2 (rank 3 0.80s, rank 5 0.90s; median 0.30s)" (docs/stragglers.md): the flagged count,
+// then at most 4 of the flagged ranks /api/jobs lists with their step times, and the median;
+// "-" from a daemon that does not report stragglers.
 std::string stragglers_text(const json& job) {
   if (!job.contains("stragglers") || !job["stragglers"].is_number()) return "-";
-  std::string out = text(job["stragglers"]);
-  std::vector<std::string> ranks;
-  if (job.contains("slow_ranks") && job["slow_ranks"].is_array()) {
-    for (const json& r : job["slow_ranks"]) {
-      if (r.value("straggler", false)) ranks.push_back(text(r["rank"]));
-    }
-  }
-  if (ranks.empty()) return out;
+  const json ranks = job.value("straggler_ranks", json::array());
+  if (ranks.empty() || !ranks.is_array()) return text(job["stragglers"]);
   constexpr std::size_t kShown = 4;
-  out += ranks.size() == 1 ? " (rank " : " (ranks ";
+  std::string out = text(job["stragglers"]) + " (";
   for (std::size_t i = 0; i < std::min(ranks.size(), kShown); ++i) {
-    out += (i ? ", " : "") + ranks[i];
+    out += (i ? ", rank " : "rank ") + text(ranks[i]["rank"]) + " " +
+           seconds_text(ranks[i]["step_seconds"]);
   }
-  return out + (ranks.size() > kShown ? ", ...)" : ")");
+  return out + (ranks.size() > kShown ? ", ..." : "") + "; median " +
+         seconds_text(job["median_step_seconds"]) + ")";
 }
 
 std::vector<std::string> job_row(const json& j) {

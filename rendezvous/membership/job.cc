@@ -15,8 +15,7 @@ Job::Job(std::string run_id, Config config, bool pinned_ranks, TimePoint now)
       pinned_ranks_(pinned_ranks),
       now_(now),
       join_deadline_(now + config.join_timeout),
-      stragglers_(config.straggler_factor_milli, config.straggler_reports,
-                  std::min(config.keep_alive_interval, Duration(std::chrono::seconds(1)))),
+      steps_(config),
       created_at_(now),
       forming_since_(now) {}
 
@@ -166,23 +165,10 @@ void Job::progress(NodeId id, std::uint64_t round, Duration stepping,
   bool exclude = false;
   if (round == round_ && m.role == Role::kParticipant &&
       (state_ == State::kRunning || state_ == State::kStopping)) {
-    round_stepping_ = std::max(round_stepping_, stepping);
-    std::vector<const RankProgress*> stepped;  // judged once the whole report is stored
-    for (const RankProgress& p : ranks) {
-      ++visits_;
-      if (p.rank < m.rank_offset || p.rank >= m.rank_offset + m.info.local_world_size) continue;
-      auto [slot, fresh] = rank_progress_.try_emplace(p.rank, p);
-      if (fresh || slot->second.step != p.step) stepped.push_back(&p);
-      slot->second = p;
-      if (!best_step_ || p.step > *best_step_) {
-        best_step_ = p.step;
-        round_progressed_ = true;
-      }
-    }
-    for (const RankProgress* p : stepped) {
-      if (!stragglers_.observe(*p, rank_progress_, now_)) continue;
+    const std::uint64_t end = m.rank_offset + m.info.local_world_size;
+    for (const RankProgress& p : steps_.report(m.rank_offset, end, stepping, ranks, now_)) {
       exclude = config_.exclude_straggler && state_ == State::kRunning;
-      out.push_back({id, Straggler{round_, p->rank, p->step_time, stragglers_.median(),
+      out.push_back({id, Straggler{round_, p.rank, p.step_time, steps_.median(),
                                    config_.straggler_reports, exclude}});
     }
   }
@@ -200,8 +186,7 @@ void Job::progress(NodeId id, std::uint64_t round, Duration stepping,
 
 Goodput Job::goodput(TimePoint now) const {
   const TimePoint end = state_ == State::kFinished ? finished_at_ : std::max(now, now_);
-  return {stepping_done_ + round_stepping_,
-          std::chrono::duration_cast<Duration>(end - created_at_)};
+  return {steps_.stepping(), std::chrono::duration_cast<Duration>(end - created_at_)};
 }
 
 void Job::resume(const ResumePoint& at) {
@@ -213,9 +198,7 @@ void Job::resume(const ResumePoint& at) {
   for (std::uint32_t rank = 0; rank < at.ranks.size(); ++rank) {
     if (!at.ranks[rank].empty()) resume_ranks_[at.ranks[rank]] = rank;
   }
-  best_step_ = at.best_step;
-  no_progress_restarts_ = at.no_progress_restarts;
-  stepping_done_ = at.stepping;
+  steps_.resume(at.best_step, at.no_progress_restarts, at.stepping);
   created_at_ = now_ - at.age;
 }
 
@@ -223,9 +206,9 @@ ResumePoint Job::resume_point(TimePoint now) const {
   ResumePoint at{.round = round_ + 1,
                  .restart_count = restart_count_,
                  .departures = departures_,
-                 .best_step = best_step_,
-                 .no_progress_restarts = no_progress_restarts_,
-                 .stepping = stepping_done_,
+                 .best_step = steps_.best_step(),
+                 .no_progress_restarts = steps_.no_progress_restarts(),
+                 .stepping = steps_.stepping_before(),
                  .age = goodput(now).wall};
   at.ranks.reserve(roster_.size());
   for (NodeId id : roster_) {
@@ -276,11 +259,7 @@ void Job::complete_round(Events& out) {
   state_ = State::kRunning;
   last_call_.reset();
   close_failures();
-  stepping_done_ += round_stepping_;
-  round_stepping_ = Duration(0);
-  round_progressed_ = false;
-  rank_progress_.clear();
-  stragglers_.clear();
+  steps_.new_round();
   ++counters_.rounds_completed;
   counters_.last_round_latency = std::chrono::duration_cast<Duration>(now_ - forming_since_);
   round_completed_at_ = now_;

@@ -42,7 +42,7 @@
 #include "rendezvous/membership/config.h"
 #include "rendezvous/membership/job_view.h"
 #include "rendezvous/membership/messages.h"
-#include "rendezvous/membership/stragglers.h"
+#include "rendezvous/membership/step_record.h"
 
 namespace ddp::rendezvous::membership {
 
@@ -105,11 +105,10 @@ class Job {
                       Events& out);
   void workers_stopped(NodeId id, std::uint64_t round, TimePoint now, Events& out);
   void report_success(NodeId id, std::uint64_t round, TimePoint now, Events& out);
-  // A participant's workers of `round` beat new steps (Progress, docs/progress.md): each rank's
-  // last step and step time this round (ranks outside the node's range are ignored), the
-  // round's stepping time (the longest any node reported), and the job's best step. Ranks
-  // that became stragglers (stragglers.h) get a Straggler event to `id`; with
-  // exclude_straggler the running job then removes `id` like a lost node (kPeerGone to it).
+  // A participant's workers of `round` beat new steps (Progress, docs/progress.md): steps()
+  // records them (ranks outside the node's range are ignored). Ranks that became stragglers
+  // get a Straggler event to `id`; with exclude_straggler the running job then removes `id`
+  // like a lost node (kPeerGone to it).
   void progress(NodeId id, std::uint64_t round, Duration stepping,
                 const std::vector<RankProgress>& ranks, TimePoint now, Events& out);
   // The node is gone (LEAVE, closed connection); `why_text` adds detail, e.g. "SIGTERM".
@@ -136,8 +135,6 @@ class Job {
   // The participants of the current (or last) round by group rank; some may be gone.
   const std::vector<NodeId>& roster() const { return roster_; }
   std::size_t node_count() const { return members_.size(); }
-  // Workers of the last completed round's participants (sum of their local world sizes).
-  std::uint64_t world_size() const { return world_size_; }
   bool has_node(NodeId id) const { return members_.count(id) != 0; }
   // Why `id` was removed by the daemon (missed heartbeats, stop timeout, persistent
   // straggler): the message it was pushed; nullptr when it was not removed that way (or
@@ -155,24 +152,17 @@ class Job {
   // After kFinished: the failure every node was told is the root cause (none on success).
   const std::optional<Failure>& root_cause() const { return root_cause_; }
   TimePoint finished_at() const { return finished_at_; }
-  // Progress (docs/progress.md): the highest step any rank beat in the job's life; this
-  // round's ranks that beat a step, by global rank; the restarts in a row that followed a
-  // round without a new best step (max_no_progress_restarts counts against it).
-  const std::optional<std::int64_t>& best_step() const { return best_step_; }
-  const std::unordered_map<std::uint64_t, RankProgress>& rank_progress() const {
-    return rank_progress_;
-  }
-  std::uint32_t no_progress_restarts() const { return no_progress_restarts_; }
-  // Stragglers of this round (docs/stragglers.md).
-  const Stragglers& stragglers() const { return stragglers_; }
+  // Progress, stepping time and stragglers (step_record.h).
+  const StepRecord& steps() const { return steps_; }
   // Goodput (docs/goodput.md) at `now`; after kFinished, at the end.
   Goodput goodput(TimePoint now) const;
   // Member and record visits made by loops so far: lets tests check that work per request
   // stays constant (a scan of all nodes per request would make a K-node job cost ~K^2).
-  std::uint64_t visits() const { return visits_ + stragglers_.visits(); }
-  // Observers (job_view.cc). counters() is O(1); view() copies every node, O(nodes).
+  std::uint64_t visits() const { return visits_ + steps_.visits(); }
+  // Observers (job_view.cc). counters() is O(1); view() copies every node, O(nodes), and the
+  // failed workers; view(false) leaves JobView::nodes and failed_workers empty (/metrics).
   const JobCounters& counters() const { return counters_; }
-  JobView view() const;
+  JobView view(bool full = true) const;
 
  private:
   enum class Role : std::uint8_t { kPending, kParticipant, kWaiting };
@@ -205,9 +195,6 @@ class Job {
   // at once per round (begin_stop from 0, each later report from its own).
   bool refuse_restart_if_stuck(std::size_t from, std::string& detail);
   void maybe_finish_stop(Events& out);
-  // The stop of a round is complete: true when it ends the job for lack of progress (after
-  // max_no_progress_restarts restarts in a row without a new best step); moves the streak.
-  bool out_of_progress();
   void finish(bool success, std::string reason, bool notify, Events& out);
   std::optional<Failure> earliest_failure() const;  // root_cause_of(failures_)
   void add_failure(Failure f);                      // to failures_, diagnoses bounded
@@ -254,16 +241,8 @@ class Job {
   std::size_t survivors_back_ = 0;                   // pending nodes holding a key of resume_ranks_
   std::unordered_map<NodeId, std::string> removed_;  // removed ids with open connections
 
-  // Progress and goodput (progress(), docs/progress.md, docs/goodput.md).
-  std::optional<std::int64_t> best_step_;
-  bool round_progressed_ = false;  // this round beat a step above the best before it
-  bool stop_counts_ = false;       // the current stop counts as a restart
-  bool stopped_for_no_progress_ = false;
-  std::uint32_t no_progress_restarts_ = 0;
-  std::unordered_map<std::uint64_t, RankProgress> rank_progress_;  // this round's
-  Duration stepping_done_{};                                       // of the rounds before this one
-  Duration round_stepping_{};                                      // of this round
-  Stragglers stragglers_;                                          // this round's
+  bool stop_counts_ = false;  // the current stop counts as a restart
+  StepRecord steps_;
 
   std::int32_t exit_code_ = 0;
   std::string finish_reason_;
@@ -276,7 +255,7 @@ class Job {
   TimePoint created_at_{};
   TimePoint forming_since_{};  // when the round now forming began to form
   std::optional<TimePoint> round_completed_at_;
-  std::uint64_t world_size_ = 0;  // of the last completed round
+  std::uint64_t world_size_ = 0;  // workers of the last completed round (JobView::world_size)
   std::optional<StopView> last_stop_;
   std::vector<Failure> last_failures_;  // diagnosed_failures() of the last round with any
   std::size_t last_failure_count_ = 0;  // every failure of that round

@@ -285,8 +285,7 @@ void Job::maybe_finish_stop(Events& out) {
   if (state_ != State::kStopping || stopped_count_ < participant_count_) return;
   // Every report of the round is in: the stop's failure is now the round's earliest.
   if (last_stop_ && !failures_.empty()) last_stop_->failure = earliest_failure();
-  if (outcome_ == Outcome::kRestart && out_of_progress()) {
-    stopped_for_no_progress_ = true;
+  if (outcome_ == Outcome::kRestart && steps_.out_of_progress(stop_counts_)) {
     const std::uint32_t n = config_.max_no_progress_restarts;
     finish(false,
            finish_reason_ + "; no new step in the last " + std::to_string(n + 1) +
@@ -327,25 +326,14 @@ void Job::maybe_finish_stop(Events& out) {
   complete_round(out);
 }
 
-bool Job::out_of_progress() {
-  if (round_progressed_) {
-    no_progress_restarts_ = 0;
-    return false;
-  }
-  if (!stop_counts_ || config_.max_no_progress_restarts == 0) return false;
-  if (no_progress_restarts_ >= config_.max_no_progress_restarts) return true;
-  ++no_progress_restarts_;
-  return false;
-}
-
 void Job::finish(bool success, std::string reason, bool notify, Events& out) {
   state_ = State::kFinished;
   finished_at_ = now_;
   const std::optional<Failure> root = success ? std::nullopt : earliest_failure();
   root_cause_ = root;
-  exit_code_ = success                    ? 0
-               : stopped_for_no_progress_ ? config_.no_progress_exit_code
-                                          : failure_exit_code(root);
+  exit_code_ = success                            ? 0
+               : steps_.stopped_for_no_progress() ? config_.no_progress_exit_code
+                                                  : failure_exit_code(root);
   finish_reason_ = success ? std::move(reason) : "failed: " + reason;
   if (notify) {
     // Every node prints the root cause with its last lines; its stack head stays here.
@@ -355,7 +343,7 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
     std::vector<std::pair<std::uint64_t, NodeId>> others;
     for_each_participant([&](NodeId id, Member&) {
       out.push_back({id, JobFinished{exit_code_, finish_reason_, told, goodput(now_),
-                                     stopped_for_no_progress_}});
+                                     steps_.stopped_for_no_progress()}});
     });
     for (const auto& [id, m] : members_) {
       ++visits_;
@@ -364,7 +352,7 @@ void Job::finish(bool success, std::string reason, bool notify, Events& out) {
     std::sort(others.begin(), others.end());
     for (const auto& [seq, id] : others) {
       out.push_back({id, JobFinished{exit_code_, finish_reason_, told, goodput(now_),
-                                     stopped_for_no_progress_}});
+                                     steps_.stopped_for_no_progress()}});
     }
   }
   members_.clear();

@@ -77,7 +77,7 @@ void LatencyHistogram::observe(Duration latency) {
   }
 }
 
-JobView Job::view() const {
+JobView Job::view(bool full) const {
   JobView v;
   v.run_id = run_id_;
   v.state = state_;
@@ -88,21 +88,19 @@ JobView Job::view() const {
   v.created_at = created_at_;
   v.round_completed_at = round_completed_at_;
   v.last_stop = last_stop_;
-  v.failed_workers = failures_.empty() ? last_failures_ : diagnosed_failures();
-  v.failed_worker_count = failures_.empty() ? last_failure_count_ : failures_.size();
   v.counters = counters_;
-  v.best_step = best_step_;
-  v.no_progress_restarts = no_progress_restarts_;
-  v.stepping = goodput(now_).stepping;
-  v.stragglers = stragglers_.flagged_count();
-  v.median_step_time = stragglers_.median();
-  v.slow_ranks = stragglers_.slowest(rank_progress_, JobView::kViewSlowRanks);
+  v.steps = steps_.view();
+  v.node_count = members_.size();
+  v.world_size = world_size_;
   if (state_ == State::kFinished) {
     v.finished_at = finished_at_;
     v.exit_code = exit_code_;
     v.finish_reason = finish_reason_;
     v.root_cause = root_cause_;
   }
+  v.failed_worker_count = failures_.empty() ? last_failure_count_ : failures_.size();
+  if (!full) return v;
+  v.failed_workers = failures_.empty() ? last_failures_ : diagnosed_failures();
   const auto waiting =
       participant_count_ >= config_.max_nodes ? NodeView::Role::kSpare : NodeView::Role::kWaiting;
   auto to_view = [waiting](const Member& m) {
@@ -124,7 +122,6 @@ JobView Job::view() const {
     n.rank_offset = it->second.rank_offset;
     v.nodes.push_back(std::move(n));
   }
-  v.world_size = world_size_;
   std::vector<std::pair<std::uint64_t, const Member*>> others;
   for (const auto& [id, m] : members_) {
     if (m.role != Role::kParticipant) others.emplace_back(m.join_seq, &m);

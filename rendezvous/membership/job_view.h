@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,7 +15,6 @@
 
 #include "rendezvous/membership/config.h"
 #include "rendezvous/membership/messages.h"
-#include "rendezvous/membership/stragglers.h"
 
 namespace ddp::rendezvous::membership {
 
@@ -83,6 +83,27 @@ struct NodeView {
   TimePoint joined_at{};
 };
 
+// A flagged rank's step time.
+struct RankStepView {
+  std::uint64_t rank = 0;
+  std::chrono::microseconds step_time{};
+  bool operator==(const RankStepView&) const = default;
+};
+
+// A job's steps (step_record.h): progress (docs/progress.md), the stepping time of its rounds
+// (docs/goodput.md) and this round's stragglers (docs/stragglers.md): how many, the median step
+// time, and the first kListedStragglers flagged ranks by rank.
+struct StepView {
+  static constexpr std::size_t kListedStragglers = 32;
+  std::optional<std::int64_t> best_step;
+  std::uint32_t no_progress_restarts = 0;
+  Duration stepping{};
+  std::size_t stragglers = 0;
+  std::chrono::microseconds median_step_time{};
+  std::vector<RankStepView> straggler_ranks;
+};
+
+// One job as the status port shows it (/metrics, /api/jobs, the page, `ddprun status`).
 struct JobView {
   std::string run_id;
   JobState state = JobState::kPending;
@@ -90,9 +111,11 @@ struct JobView {
   std::uint32_t restart_count = 0;
   Config config;
   bool pinned_ranks = false;
-  // Participants in group-rank order, then the others in join order.
+  // Participants in group-rank order, then the others in join order (empty in Job::view(false)).
   std::vector<NodeView> nodes;
-  std::uint64_t world_size = 0;  // workers of this round's participants
+  std::size_t node_count = 0;
+  std::uint64_t connections = 0;  // open agent connections bound to the job (the Registry's)
+  std::uint64_t world_size = 0;   // workers of this round's participants
   TimePoint created_at{};
   std::optional<TimePoint> round_completed_at;
   std::optional<TimePoint> finished_at;
@@ -102,21 +125,16 @@ struct JobView {
   std::optional<StopView> last_stop;
   // The failed workers of the round now stopping, else of the last round that had any: those
   // that kept their diagnosis (kDiagnosedFailures, diagnosis.h) in arrival order, the root cause
-  // last if it arrived later; failed_worker_count counts them all.
+  // last if it arrived later (empty in Job::view(false)); failed_worker_count counts them all.
   std::vector<Failure> failed_workers;
   std::size_t failed_worker_count = 0;
   JobCounters counters;
-  // Progress and goodput (Job::best_step, Job::goodput): the wall time is the observer's to
-  // take, from created_at to finished_at or now.
-  std::optional<std::int64_t> best_step;
-  std::uint32_t no_progress_restarts = 0;
-  Duration stepping{};
-  // Stragglers of this round (docs/stragglers.md): how many, the median step time, and at
-  // most kViewSlowRanks ranks (the stragglers first, then the slowest).
-  static constexpr std::size_t kViewSlowRanks = 32;
-  std::size_t stragglers = 0;
-  std::chrono::microseconds median_step_time{};
-  std::vector<RankStepView> slow_ranks;
+  StepView steps;
+  // The job's goodput at `now` (the observer's clock), or at its end once finished.
+  Goodput goodput(TimePoint now) const {
+    return {steps.stepping,
+            std::chrono::duration_cast<Duration>(finished_at.value_or(now) - created_at)};
+  }
 };
 
 std::string_view state_name(JobState state);           // "pending", "running", ...

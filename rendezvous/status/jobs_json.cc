@@ -64,15 +64,12 @@ json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
   }
   json nodes = json::array();
   for (const m::NodeView& n : v.nodes) nodes.push_back(node_json(n, clocks));
-  json slow_ranks = json::array();
-  for (const m::RankStepView& r : v.slow_ranks) {
-    slow_ranks.push_back({{"rank", r.rank},
-                          {"step_seconds", std::chrono::duration<double>(r.step_time).count()},
-                          {"straggler", r.straggler}});
+  auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  json straggler_ranks = json::array();
+  for (const m::RankStepView& r : v.steps.straggler_ranks) {
+    straggler_ranks.push_back({{"rank", r.rank}, {"step_seconds", seconds(r.step_time)}});
   }
-  const m::Goodput goodput{v.stepping, std::chrono::duration_cast<m::Duration>(
-                                           v.finished_at.value_or(clocks.steady) - v.created_at)};
-  auto seconds = [](m::Duration d) { return std::chrono::duration<double>(d).count(); };
+  const m::Goodput goodput = v.goodput(clocks.steady);
   json j{{"run_id", v.run_id},
          {"state", m::state_name(v.state)},
          {"round", v.round},
@@ -81,7 +78,7 @@ json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
          {"min_nodes", v.config.min_nodes},
          {"max_nodes", v.config.max_nodes},
          {"pinned_ranks", v.pinned_ranks},
-         {"node_count", v.nodes.size()},
+         {"node_count", v.node_count},
          {"world_size", v.world_size},
          {"rounds_completed", v.counters.rounds_completed},
          {"restarts", v.counters.restarts},
@@ -94,15 +91,15 @@ json job_object(const m::JobView& v, const Clocks& clocks, bool one) {
          {"finish_reason", nullptr},
          {"root_cause", failure_json(v.root_cause)},
          {"last_failure", last_failure},
-         {"best_step", v.best_step ? json(*v.best_step) : json(nullptr)},
-         {"no_progress_restarts", v.no_progress_restarts},
+         {"best_step", v.steps.best_step ? json(*v.steps.best_step) : json(nullptr)},
+         {"no_progress_restarts", v.steps.no_progress_restarts},
          {"max_no_progress_restarts", v.config.max_no_progress_restarts},
          {"goodput", goodput.ratio()},
          {"stepping_seconds", seconds(goodput.stepping)},
          {"wall_seconds", seconds(goodput.wall)},
-         {"stragglers", v.stragglers},
-         {"median_step_seconds", std::chrono::duration<double>(v.median_step_time).count()},
-         {"slow_ranks", slow_ranks},
+         {"stragglers", v.steps.stragglers},
+         {"median_step_seconds", seconds(v.steps.median_step_time)},
+         {"straggler_ranks", straggler_ranks},
          {"nodes", nodes}};
   if (v.exit_code) {
     j["exit_code"] = *v.exit_code;

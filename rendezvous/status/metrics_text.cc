@@ -9,6 +9,8 @@
 namespace ddp::rendezvous::status {
 namespace {
 
+using membership::JobView;
+
 constexpr std::array<membership::JobState, 4> kStates = {
     membership::JobState::kPending, membership::JobState::kRunning, membership::JobState::kStopping,
     membership::JobState::kFinished};
@@ -51,10 +53,10 @@ class Writer {
   }
   // A gauge with one sample per job (labelled run_id): value_of(job).
   template <typename F>
-  void per_job(std::string_view name, std::string_view help, const std::vector<JobSummary>& jobs,
+  void per_job(std::string_view name, std::string_view help, const std::vector<JobView>& jobs,
                F value_of) {
     family(name, "gauge", help);
-    for (const JobSummary& j : jobs) sample(name, value_of(j), label("run_id", j.run_id));
+    for (const JobView& j : jobs) sample(name, value_of(j), label("run_id", j.run_id));
   }
 
  private:
@@ -89,55 +91,45 @@ std::string format_metrics(const MetricsInput& in) {
            "Jobs the daemon knows, by state (finished ones until their retention ends).");
   for (membership::JobState state : kStates) {
     std::uint64_t n = 0;
-    for (const JobSummary& j : in.jobs) n += j.state == state ? 1 : 0;
+    for (const JobView& j : in.jobs) n += j.state == state ? 1 : 0;
     w.sample("ddp_rdzv_jobs", n, label("state", membership::state_name(state)));
   }
   w.single("ddp_rdzv_jobs_created_total", "counter",
            "Jobs created by a first JOIN since the daemon started.", in.totals.jobs_created);
 
   w.per_job("ddp_rdzv_job_nodes", "Nodes in a job now (participants, waiting and joining).",
-            in.jobs, [](const JobSummary& j) { return j.nodes; });
+            in.jobs, [](const JobView& j) { return std::uint64_t{j.node_count}; });
   w.per_job("ddp_rdzv_job_workers", "Workers (world size) of a job's last completed round.",
-            in.jobs, [](const JobSummary& j) { return j.world_size; });
+            in.jobs, [](const JobView& j) { return j.world_size; });
   w.per_job("ddp_rdzv_job_round", "A job's current round number (from 1).", in.jobs,
-            [](const JobSummary& j) { return j.round; });
+            [](const JobView& j) { return j.round; });
   w.per_job("ddp_rdzv_job_restarts",
             "A job's restart count (TORCHELASTIC_RESTART_COUNT of its workers).", in.jobs,
-            [](const JobSummary& j) { return std::uint64_t{j.restart_count}; });
+            [](const JobView& j) { return std::uint64_t{j.restart_count}; });
   w.per_job("ddp_rdzv_job_max_restarts", "A job's restart limit (--max-restarts).", in.jobs,
-            [](const JobSummary& j) { return std::uint64_t{j.max_restarts}; });
+            [](const JobView& j) { return std::uint64_t{j.config.max_restarts}; });
   w.per_job("ddp_rdzv_job_connections", "Open agent connections bound to a job.", in.jobs,
-            [](const JobSummary& j) { return j.connections; });
+            [](const JobView& j) { return j.connections; });
 
   w.per_job("ddp_rdzv_job_goodput_ratio",
             "A job's time with workers stepping over its wall time since its first join "
             "(docs/goodput.md).",
-            in.jobs, [](const JobSummary& j) { return j.goodput.ratio(); });
+            in.jobs, [&in](const JobView& j) { return j.goodput(in.now).ratio(); });
   w.per_job("ddp_rdzv_job_stepping_seconds",
             "A job's time with workers stepping, summed over its rounds (docs/goodput.md).",
-            in.jobs, [](const JobSummary& j) { return seconds(j.goodput.stepping); });
+            in.jobs, [](const JobView& j) { return seconds(j.steps.stepping); });
 
   w.per_job("ddp_rdzv_job_stragglers",
             "Ranks of a job's round flagged as stragglers (docs/stragglers.md).", in.jobs,
-            [](const JobSummary& j) { return j.stragglers; });
+            [](const JobView& j) { return std::uint64_t{j.steps.stragglers}; });
   w.per_job("ddp_rdzv_job_median_step_seconds",
             "The median of a job's ranks' step times this round (0 until known).", in.jobs,
-            [](const JobSummary& j) { return seconds(j.median_step_time); });
-  // Per-rank series for at most JobSummary::kMetricsSlowRanks ranks of each job.
+            [](const JobView& j) { return seconds(j.steps.median_step_time); });
   w.family("ddp_rdzv_rank_step_seconds", "gauge",
-           "Step time of a job's stragglers and slowest ranks (at most 8 per job).");
-  for (const JobSummary& j : in.jobs) {
-    for (const membership::RankStepView& r : j.slow_ranks) {
+           "Step time of a job's flagged ranks (the first 32 by rank).");
+  for (const JobView& j : in.jobs) {
+    for (const membership::RankStepView& r : j.steps.straggler_ranks) {
       w.sample("ddp_rdzv_rank_step_seconds", seconds(r.step_time),
-               label("run_id", j.run_id) + "," + label("rank", std::to_string(r.rank)));
-    }
-  }
-  w.family(
-      "ddp_rdzv_rank_straggler", "gauge",
-      "1 when the rank is flagged as a straggler, for the ranks of ddp_rdzv_rank_step_seconds.");
-  for (const JobSummary& j : in.jobs) {
-    for (const membership::RankStepView& r : j.slow_ranks) {
-      w.sample("ddp_rdzv_rank_straggler", std::uint64_t{r.straggler ? 1u : 0u},
                label("run_id", j.run_id) + "," + label("rank", std::to_string(r.rank)));
     }
   }

@@ -67,8 +67,10 @@ function ranks(n) {
   return n.first_rank === n.last_rank ? String(n.first_rank) : n.first_rank + "-" + n.last_rank;
 }
 function stragglerText(j) {
-  const flagged = j.slow_ranks.filter(r => r.straggler).map(r => r.rank);
-  return j.stragglers ? j.stragglers + " (rank " + flagged.join(", ") + ")" : "";
+  const ranks = j.straggler_ranks.map(r =>
+    "rank " + r.rank + " " + r.step_seconds.toFixed(2) + "s");
+  return j.stragglers ? j.stragglers + " (" + ranks.join(", ") + "; median " +
+    j.median_step_seconds.toFixed(2) + "s)" : "";
 }
 function draw(data) {
   document.getElementById("meta").textContent =

@@ -8,21 +8,11 @@ MetricsInput DaemonStatusSource::metrics() const {
   MetricsInput in;
   const membership::Registry& registry = server_.registry();
   for (const membership::Job* job : registry.jobs()) {
-    JobSummary s;
-    s.run_id = job->run_id();
-    s.state = job->state();
-    s.round = job->round();
-    s.restart_count = job->restart_count();
-    s.max_restarts = job->config().max_restarts;
-    s.nodes = job->node_count();
-    s.world_size = job->world_size();
-    s.connections = registry.connections(job->run_id());
-    s.goodput = job->goodput(membership::Clock::now());
-    s.stragglers = job->stragglers().flagged_count();
-    s.median_step_time = job->stragglers().median();
-    s.slow_ranks = job->stragglers().slowest(job->rank_progress(), JobSummary::kMetricsSlowRanks);
-    in.jobs.push_back(std::move(s));
+    membership::JobView v = job->view(/*full=*/false);
+    v.connections = registry.connections(job->run_id());
+    in.jobs.push_back(std::move(v));
   }
+  in.now = membership::Clock::now();
   in.totals = registry.totals();
   in.server = server_.stats();
   in.process = read_process_stats();

@@ -42,27 +42,9 @@ struct HttpCounters {
   std::uint64_t bad_requests = 0;          // malformed, oversized or too slow
 };
 
-// One job as /metrics shows it (cheap to take: no node list, at most kMetricsSlowRanks ranks).
-struct JobSummary {
-  std::string run_id;
-  membership::JobState state = membership::JobState::kPending;
-  std::uint64_t round = 0;
-  std::uint32_t restart_count = 0;
-  std::uint32_t max_restarts = 0;
-  std::uint64_t nodes = 0;
-  std::uint64_t world_size = 0;
-  std::uint64_t connections = 0;
-  membership::Goodput goodput;  // at the time of the scrape
-  // Stragglers (docs/stragglers.md): the count, the round's median step time, and at most
-  // kMetricsSlowRanks ranks (stragglers first, then the slowest): the bound on /metrics series.
-  static constexpr std::size_t kMetricsSlowRanks = 8;
-  std::uint64_t stragglers = 0;
-  std::chrono::microseconds median_step_time{};
-  std::vector<membership::RankStepView> slow_ranks;
-};
-
 struct MetricsInput {
-  std::vector<JobSummary> jobs;
+  std::vector<membership::JobView> jobs;  // Job::view(false): no nodes, no failed workers
+  membership::TimePoint now{};            // the steady time of the scrape, for goodput
   membership::RegistryTotals totals;
   ServerStats server;
   ProcessStats process;

@@ -62,12 +62,11 @@ TEST_CASE("status table of every job, and of one job with its nodes", "[status]"
      "nodes":[]},
     {"run_id":"job-b","state":"finished","round":1,"restart_count":0,"max_restarts":0,
      "node_count":0,"world_size":0,"exit_code":0,"root_cause":null,"last_failure":null,
-     "goodput":0.835,"stragglers":0,"slow_ranks":[],"nodes":[]},
+     "goodput":0.835,"stragglers":0,"straggler_ranks":[],"nodes":[]},
     {"run_id":"job-s","state":"running","round":1,"restart_count":0,"max_restarts":0,
      "node_count":2,"world_size":8,"exit_code":null,"root_cause":null,"last_failure":null,
-     "goodput":0.5,"stragglers":2,"slow_ranks":[{"rank":5,"step_seconds":0.9,"straggler":true},
-       {"rank":3,"step_seconds":0.8,"straggler":true},
-       {"rank":0,"step_seconds":0.3,"straggler":false}],"nodes":[]}]})";
+     "goodput":0.5,"stragglers":2,"median_step_seconds":0.3,"straggler_ranks":[
+       {"rank":3,"step_seconds":0.8},{"rank":5,"step_seconds":0.9}],"nodes":[]}]})";
   auto table = format_status_table(jobs);
   REQUIRE(table);
   CHECK_THAT(*table, Catch::StartsWith("RUN ID  STATE"));
@@ -75,7 +74,8 @@ TEST_CASE("status table of every job, and of one job with its nodes", "[status]"
              Catch::Contains("\njob-a running 2 1/3 2 4 - - rank 2 on host-b:7: exit code 3"));
   CHECK_THAT(collapsed(*table), Catch::Contains("\njob-b finished (exit 0) 1 0/0 0 0 83.5% 0 -"));
   CHECK_THAT(collapsed(*table),
-             Catch::Contains("\njob-s running 1 0/0 2 8 50.0% 2 (ranks 5, 3) -"));
+             Catch::Contains("\njob-s running 1 0/0 2 8 50.0% 2 (rank 3 0.80s, rank 5 0.90s; "
+                             "median 0.30s) -"));
   CHECK_THAT(collapsed(*table), Catch::Contains("WORKERS GOODPUT STRAGGLERS LAST FAILURE\n"));
   CHECK_THAT(*table, Catch::Contains("rank 2 on host-b:7: exit code 3 (RuntimeError: boom)"));
   CHECK_THAT(*table, Catch::Contains("finished (exit 0)"));

@@ -30,18 +30,18 @@ TEST_CASE("progress records each rank's step and step time, and the job's best s
           "[progress]") {
   Harness h;
   start_two(h);
-  CHECK_FALSE(h.job().best_step().has_value());
+  CHECK_FALSE(h.job().steps().best_step().has_value());
   CHECK(h.send(1, steps(1, 5, 0)).empty());
   h.send(2, Progress{1, 0ms, {{2, 7, 900us}, {3, 6, 0us}}});
-  CHECK(h.job().best_step() == 7);
-  REQUIRE(h.job().rank_progress().size() == 4);
-  CHECK(h.job().rank_progress().at(0) == RankProgress{0, 5, 1500us});
-  CHECK(h.job().rank_progress().at(2) == RankProgress{2, 7, 900us});
+  CHECK(h.job().steps().best_step() == 7);
+  REQUIRE(h.job().steps().ranks().size() == 4);
+  CHECK(h.job().steps().ranks().at(0) == RankProgress{0, 5, 1500us});
+  CHECK(h.job().steps().ranks().at(2) == RankProgress{2, 7, 900us});
   // Another node's ranks, and another round's reports, are not taken.
   h.send(1, Progress{1, 0ms, {{3, 100, 1us}}});
   h.send(2, steps(9, 100, 2));
-  CHECK(h.job().best_step() == 7);
-  CHECK(h.job().rank_progress().at(3).step == 6);
+  CHECK(h.job().steps().best_step() == 7);
+  CHECK(h.job().steps().ranks().at(3).step == 6);
 }
 
 TEST_CASE("a progress report refreshes the sender's heartbeat", "[progress]") {
@@ -64,9 +64,9 @@ TEST_CASE("restarts without a new step end the job with the no-progress exit cod
   start_two(h);
   // Round 1 never beats a step (the workers die first): restart 1, then round 2 likewise.
   CHECK(of_type<RoundComplete>(fail_round(h, 1)).size() == 2);
-  CHECK(h.job().no_progress_restarts() == 1);
+  CHECK(h.job().steps().no_progress_restarts() == 1);
   CHECK(of_type<RoundComplete>(fail_round(h, 2)).size() == 2);
-  CHECK(h.job().no_progress_restarts() == 2);
+  CHECK(h.job().steps().no_progress_restarts() == 2);
   // The third round without progress ends the job instead of a third such restart.
   const Events e = fail_round(h, 3);
   CHECK(of_type<RoundComplete>(e).empty());
@@ -89,18 +89,18 @@ TEST_CASE("a round that passes the best step resets the count, one below it does
   start_two(h);
   h.send(1, steps(1, 100, 0));
   fail_round(h, 1);  // progress: a restart, the count stays 0
-  CHECK(h.job().no_progress_restarts() == 0);
+  CHECK(h.job().steps().no_progress_restarts() == 0);
   h.send(1, steps(2, 80, 0));  // resumed from an older checkpoint: not beyond 100
   fail_round(h, 2);
-  CHECK(h.job().no_progress_restarts() == 1);
+  CHECK(h.job().steps().no_progress_restarts() == 1);
   h.send(2, steps(3, 101, 2));  // a new best step
   CHECK(of_type<RoundComplete>(fail_round(h, 3)).size() == 2);
-  CHECK(h.job().no_progress_restarts() == 0);
+  CHECK(h.job().steps().no_progress_restarts() == 0);
   // Steps that arrive after the stop began (the other node's last report) still count.
   h.send(1, ReportFailure{4, {failure(0, 3, 1'000'000)}});
   h.send(2, steps(4, 102, 2));
   CHECK(of_type<RoundComplete>(h.send(2, WorkersStopped{4})).size() == 2);
-  CHECK(h.job().no_progress_restarts() == 0);
+  CHECK(h.job().steps().no_progress_restarts() == 0);
   fail_round(h, 5);                   // no steps: the count reaches 1 ...
   const Events e = fail_round(h, 6);  // ... and the next such round ends the job
   CHECK(only_for<JobFinished>(e, 1).exit_code == 93);
@@ -130,11 +130,11 @@ TEST_CASE("restarts that do not count (a node arriving) leave the no-progress co
   h.join(2);
   h.run_for(h.config.last_call_timeout);
   fail_round(h, 1);
-  CHECK(h.job().no_progress_restarts() == 1);
+  CHECK(h.job().steps().no_progress_restarts() == 1);
   h.join(3);  // stops round 2 to admit it: not a failure
   h.send(1, WorkersStopped{2});
   CHECK(of_type<RoundComplete>(h.send(2, WorkersStopped{2})).size() == 3);
-  CHECK(h.job().no_progress_restarts() == 1);
+  CHECK(h.job().steps().no_progress_restarts() == 1);
   h.send(1, ReportFailure{3, {failure(0, 3, 1'000'000)}});
   h.send(2, WorkersStopped{3});
   CHECK(only_for<JobFinished>(h.send(3, WorkersStopped{3}), 1).exit_code == 93);
@@ -179,7 +179,7 @@ TEST_CASE("goodput: each round's longest stepping time over the wall time since 
   CHECK(f.goodput.ratio() == Approx(0.642857));
   // After the end the wall time stops.
   CHECK(h.job().goodput(h.now + 1h) == f.goodput);
-  CHECK(h.job().view().stepping == 4500ms);
+  CHECK(h.job().view().steps.stepping == 4500ms);
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ TEST_CASE("a resumed job's progress and goodput go on", "[resume][progress]") {
               .no_progress_restarts = 1,
               .stepping = 40s,
               .age = 100s});
-  CHECK(job.best_step() == 100);
+  CHECK(job.steps().best_step() == 100);
   CHECK(job.goodput(h.now) == Goodput{40s, 100s});
   Events out;
   job.join(1, Harness::info(1), std::nullopt, h.now, out);
@@ -175,7 +175,7 @@ TEST_CASE("a resumed job's progress and goodput go on", "[resume][progress]") {
   job.report_failure(1, 4, {failure(0, 3, 1)}, h.now + 20s, out);
   job.workers_stopped(2, 4, h.now + 20s, out);
   REQUIRE(job.round() == 5);
-  CHECK(job.no_progress_restarts() == 2);
+  CHECK(job.steps().no_progress_restarts() == 2);
   // What a successor of this daemon resumes from.
   const ResumePoint next = job.resume_point(h.now + 30s);
   CHECK(next.round == 6);
@@ -189,8 +189,8 @@ TEST_CASE("a resumed job's progress and goodput go on", "[resume][progress]") {
   job.progress(2, 5, 1s, {{1, 101, 1ms}}, h.now + 31s, out);
   job.report_failure(1, 5, {failure(0, 3, 1)}, h.now + 31s, out);
   job.workers_stopped(2, 5, h.now + 31s, out);
-  CHECK(job.no_progress_restarts() == 0);
-  CHECK(job.best_step() == 101);
+  CHECK(job.steps().no_progress_restarts() == 0);
+  CHECK(job.steps().best_step() == 101);
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ inline m::JobView running_job() {
   v.config.max_nodes = 2;
   v.config.max_restarts = 3;
   v.world_size = 4;
+  v.node_count = 2;
   v.created_at = c.steady - 60s;
   v.round_completed_at = c.steady - 5s;
   for (std::uint32_t r = 0; r < 2; ++r) {
@@ -91,8 +92,10 @@ class FakeStatusSource final : public StatusSource {
  public:
   MetricsInput metrics() const override {
     MetricsInput in;
-    in.jobs.push_back({"job-a", m::JobState::kRunning, 2, 1, 3, 2, 4, 2, {}, 0, {}, {}});
-    in.jobs.push_back({"job \"b\"\\x", m::JobState::kFinished, 1, 0, 0, 0, 0, 0, {}, 0, {}, {}});
+    in.jobs = {running_job(), finished_job()};
+    in.jobs[0].nodes.clear();  // as the daemon takes them for /metrics
+    in.jobs[0].connections = 2;
+    in.now = fixed_clocks().steady;
     in.totals.jobs_created = 2;
     in.totals.rounds_completed = 3;
     in.totals.restarts = 1;

@@ -94,24 +94,24 @@ TEST_CASE("metrics text parses and carries the source's values", "[status]") {
   CHECK(value_of(samples, "ddp_rdzv_status_requests_total") == 9);
 }
 
-TEST_CASE("metrics: a job's stragglers and at most its listed ranks' step times", "[status]") {
+TEST_CASE("metrics: a job's stragglers, median step time and flagged ranks' step times",
+          "[status]") {
   MetricsInput in;
-  JobSummary j;
+  m::JobView j;
   j.run_id = "job-s";
-  j.stragglers = 1;
-  j.median_step_time = std::chrono::microseconds(150'000);
-  j.slow_ranks = {{7, std::chrono::microseconds(450'000), true},
-                  {2, std::chrono::microseconds(160'000), false}};
+  j.steps.stragglers = 2;
+  j.steps.median_step_time = std::chrono::microseconds(150'000);
+  j.steps.straggler_ranks = {{2, std::chrono::microseconds(400'000)},
+                             {7, std::chrono::microseconds(450'000)}};
   in.jobs.push_back(j);
   const auto samples = parse_prometheus(format_metrics(in));
-  CHECK(value_of(samples, "ddp_rdzv_job_stragglers", "{run_id=\"job-s\"}") == 1);
+  CHECK(value_of(samples, "ddp_rdzv_job_stragglers", "{run_id=\"job-s\"}") == 2);
   CHECK(value_of(samples, "ddp_rdzv_job_median_step_seconds", "{run_id=\"job-s\"}") == 0.15);
   CHECK(value_of(samples, "ddp_rdzv_rank_step_seconds", "{run_id=\"job-s\",rank=\"7\"}") == 0.45);
-  CHECK(value_of(samples, "ddp_rdzv_rank_straggler", "{run_id=\"job-s\",rank=\"7\"}") == 1);
-  CHECK(value_of(samples, "ddp_rdzv_rank_straggler", "{run_id=\"job-s\",rank=\"2\"}") == 0);
+  CHECK(value_of(samples, "ddp_rdzv_rank_step_seconds", "{run_id=\"job-s\",rank=\"2\"}") == 0.4);
   std::size_t rank_series = 0;
   for (const Sample& s : samples) rank_series += s.name == "ddp_rdzv_rank_step_seconds" ? 1 : 0;
-  CHECK(rank_series == 2);  // only the listed ranks (status_source.cc lists at most 8 per job)
+  CHECK(rank_series == 2);  // only the flagged ranks
 }
 
 TEST_CASE("round latency histogram buckets are cumulative and end at the count", "[status]") {
