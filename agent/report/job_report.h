@@ -1,7 +1,7 @@
 // What a node prints when its job ends: the root-cause table, once per node. The agent policy
 // (agent_machine.h) decides when; the form depends on the kind of job:
 //  - LocalJobReport (one node): torchrun's "<program> FAILED" table of this node's failures of
-//    the last attempt, root cause last, read from their error files;
+//    the last attempt (WorkersResult::failures), the job's root cause (JobFinished) last;
 //  - RootCauseReport (several nodes): the job's root cause as the rendezvous told every node,
 //    the same table on every node, then the root cause's last lines of output (as the
 //    rendezvous received them, docs/diagnosis.md); silent when a launching ddprun prints it

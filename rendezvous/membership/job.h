@@ -132,8 +132,6 @@ class Job {
   State state() const { return state_; }
   std::uint64_t round() const { return round_; }
   std::uint32_t restart_count() const { return restart_count_; }
-  // The participants of the current (or last) round by group rank; some may be gone.
-  const std::vector<NodeId>& roster() const { return roster_; }
   std::size_t node_count() const { return members_.size(); }
   bool has_node(NodeId id) const { return members_.count(id) != 0; }
   // Why `id` was removed by the daemon (missed heartbeats, stop timeout, persistent

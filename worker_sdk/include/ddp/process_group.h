@@ -86,8 +86,8 @@ class WorkerContext {
 // interpreter does for torchrun's workers, so a vanished peer is an error, not a silent death.
 Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options = {});
 
-// Builds a Gloo group of `world_size` over an existing store (used by init; also for tests that
-// run ranks as threads over a c10d::HashStore). Uses GLOO_SOCKET_IFNAME when set, else the
+// Builds a Gloo group of `world_size` over an existing store, with the Gloo backend init uses
+// (for ranks run as threads over a c10d::HashStore, as the SDK's tests do). Uses GLOO_SOCKET_IFNAME when set, else the
 // default device, as PyTorch does. Blocks until all ranks have connected; throws c10::Error
 // on timeout.
 c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
