@@ -87,9 +87,9 @@ class WorkerContext {
 Result<std::unique_ptr<WorkerContext>> init(const InitOptions& options = {});
 
 // Builds a Gloo group of `world_size` over an existing store, with the Gloo backend init uses
-// (for ranks run as threads over a c10d::HashStore, as the SDK's tests do). Uses GLOO_SOCKET_IFNAME when set, else the
-// default device, as PyTorch does. Blocks until all ranks have connected; throws c10::Error
-// on timeout.
+// (for ranks run as threads over a c10d::HashStore, as the SDK's tests do). Uses GLOO_SOCKET_IFNAME
+// when set, else the default device, as PyTorch does. Blocks until all ranks have connected; throws
+// c10::Error on timeout.
 c10::intrusive_ptr<c10d::ProcessGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
                                                        int rank, int world_size,
                                                        std::chrono::milliseconds timeout);
