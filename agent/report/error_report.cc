@@ -53,7 +53,10 @@ std::string traceback_text(const Failure& f) {
     text = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html";
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
   std::string out;
-  for (char c : text) out += c == '\n' ? std::string("\n  ") : std::string(1, c);
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += "  ";
+  }
   return out;
 }
 
