@@ -1,11 +1,13 @@
 """Launch benchmark: ddprun against torchrun 2.x and 1.13, side by side in one run.
 
-usage: bench.py DDPRUN [--repeats N] [--peers 2.6,1.13]
---peers: which torchruns to run beside ddprun (default both): 2.6 is Debian 13's python3-torch
-in the root scripts/debian_root.sh makes, run through scripts/torch2-python (a chroot: three
-execs before Python starts) and torchrun2_compat.py (the build has no libuv); 1.13 is the
-host's python3-torch through torchrun_compat.py (Python 3.11 fix). Both with
---monitor_interval 0.1.
+usage: bench.py DDPRUN [--repeats N] [--peers 2.14,2.6,1.13]
+--peers: which torchruns to run beside ddprun (default all three): 2.14 is Debian sid's
+python3-torch in the root `scripts/debian_root.sh sid` makes, run through scripts/torch214-py;
+2.6 is Debian 13's in the root scripts/debian_root.sh makes, run through scripts/torch2-python
+(each a chroot: three execs before Python starts). Both 2.x run torchrun2_compat.py (their
+builds have no libuv). 1.13 is the host's python3-torch through torchrun_compat.py (Python 3.11
+fix). All with --monitor_interval 0.1 and otherwise torchrun's defaults: on one node 2.14 uses
+the c10d rendezvous on localhost:0, 2.6 and 1.13 the static one on port 29500.
 Measures, for each launcher: wall time to launch N trivial workers (`true`) and finish
 (N = 4, 16; median of repeats), the launcher's peak RSS (ru_maxrss of the launcher
 process, from GNU time), and restart latency (a worker of attempt 0 fails; the time from its last moment
@@ -22,11 +24,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
-TORCH2_PYTHON = os.path.join(HERE, "..", "..", "scripts", "torch2-python")
+SCRIPTS = os.path.normpath(os.path.join(HERE, "..", "..", "scripts"))
+TORCHRUN2 = [os.path.join(HERE, "torchrun2_compat.py"), "--monitor_interval", "0.1"]
 TORCHRUNS = {
+    "2.14": [os.path.join(SCRIPTS, "torch214-py"), *TORCHRUN2],
+    "2.6": [os.path.join(SCRIPTS, "torch2-python"), *TORCHRUN2],
     "1.13": [PYTHON, os.path.join(HERE, "torchrun_compat.py"), "--monitor_interval", "0.1"],
-    "2.6": [os.path.normpath(TORCH2_PYTHON), os.path.join(HERE, "torchrun2_compat.py"),
-            "--monitor_interval", "0.1"],
 }
 
 # attempt 0: rank 0 stamps and fails, the others wait to be stopped; attempt 1: everyone
@@ -101,7 +104,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ddprun")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--peers", default="2.6,1.13", help="torchrun versions: 2.6, 1.13 or both")
+    ap.add_argument("--peers", default=",".join(TORCHRUNS),
+                    help="torchrun versions, comma-separated: any of " + ", ".join(TORCHRUNS))
     args = ap.parse_args()
     DDPRUN = os.path.abspath(args.ddprun)
     peers = [p for p in args.peers.split(",") if p]

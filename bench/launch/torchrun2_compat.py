@@ -1,10 +1,13 @@
-"""torchrun (torch.distributed.run) for a PyTorch 2.x built without libuv (Debian 13's 2.6).
+"""torchrun (torch.distributed.run) for a PyTorch 2.x built without libuv (Debian 13's 2.6,
+Debian sid's 2.14).
 
-torchrun 2.6 makes every TCPStore of its own (the static rendezvous of a single node, the c10d
+torchrun 2.6 and 2.14 make every TCPStore of their own (the static rendezvous, the c10d
 rendezvous backend, the dynamic rendezvous's shared store) with the Python binding's default
 use_libuv=True, which such a build refuses ("use_libuv was requested but PyTorch was build
-without libuv support"). No option or environment variable reaches those calls: USE_LIBUV and
-`?use_libuv=0` are read only by init_process_group's tcp:// and env:// stores and by
+without libuv support"; 2.14 raises it as DistStoreError). On one node 2.6 uses the static
+rendezvous and 2.14 the c10d one on localhost:0; both create their stores through these calls.
+No option or environment variable reaches them: USE_LIBUV and `?use_libuv=0` are read only by
+init_process_group's tcp:// and env:// stores and by
 torch.distributed.elastic.utils.create_c10d_store. This makes use_libuv=False the default of
 the TCPStore class torchrun's modules use (its server is then PyTorch's non-libuv
 TCPStoreBackend; for a client the flag changes nothing on the wire), then runs torchrun's main
