@@ -5,7 +5,7 @@
 # the way). Prints markdown tables with ratios (ddp-rendezvous / PyTorch).
 #
 #   bench/store/run.sh [BUILD_DIR]          (default: <repo>/build; configured if missing)
-#   PEERS="2.6 1.13" OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" \
+#   PEERS="2.14 2.6 1.13" OPS_SECONDS=3 BARRIER_SIZES="1000 2000 4000 5000 10000" \
 #     WIRE_SIZES="1000 4000 10000" REPEATS=3 RUN_TIMEOUT=300 CLIENTS_PER_PROCESS=1000 \
 #     bench/store/run.sh
 #
@@ -16,6 +16,8 @@
 #     BUILD_DIR/torch2. That build has no libuv: its server is c10d's non-libuv TCPStoreBackend.
 #     Its clients are 2.6's: 1.13 clients cannot talk to a 2.x server (2.x numbers VALIDATE 0,
 #     1.13's SET), and wire_load speaks 1.13's numbering, so the wire cells run with 1.13 only.
+#   2.14: as 2.6, with Debian sid's LibTorch in the root `scripts/debian_root.sh sid` makes
+#     ($DDP_TORCH214_ROOT), built into BUILD_DIR/torch214; also without libuv.
 #
 # Every measurement gets a fresh server on port 0; PyTorch and ddp-rendezvous runs alternate and
 # each cell is the median of REPEATS runs. Barrier sizes above what the file-descriptor
@@ -24,8 +26,11 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
-PEERS=${PEERS-"2.6 1.13"}
-TORCH2_ROOT=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie}
+PEERS=${PEERS-"2.14 2.6 1.13"}
+# PyTorch 2.x peers: the Debian root each runs in and the folder of BUILD its programs go to.
+declare -A TORCH_ROOT=([2.6]=${DDP_TORCH2_ROOT:-/var/lib/ddprun/trixie}
+                       [2.14]=${DDP_TORCH214_ROOT:-/var/lib/ddprun/sid})
+declare -A TORCH_BUILD=([2.6]=torch2 [2.14]=torch214)
 OPS_SECONDS=${OPS_SECONDS:-3}
 OPS_CLIENTS=${OPS_CLIENTS-"1 8 64"}   # an empty list skips these cells (the same below)
 BARRIER_SIZES=${BARRIER_SIZES-"1000 2000 4000 5000 10000"}
@@ -57,12 +62,15 @@ BIN=$BUILD/bin
 for b in $PROGRAMS; do
   [[ -x $BIN/$b ]] || { echo "run.sh: $BIN/$b missing (is libtorch-dev installed?)" >&2; exit 1; }
 done
-BIN2=""
-if [[ " $PEERS " == *" 2.6 "* ]]; then
-  "$ROOT/bench/store/build_torch2.sh" "$BUILD/torch2" \
-    || { echo "run.sh: building the 2.6 programs in $TORCH2_ROOT failed" >&2; exit 1; }
-  BIN2=$(cd "$BUILD/torch2" && pwd -P)   # the same path inside the root
-fi
+declare -A TORCH_BIN=([1.13]=$BIN)   # PEER -> folder of its torch_store_server and store_load
+for PEER in $PEERS; do
+  [[ $PEER == 1.13 ]] && continue
+  [[ -v TORCH_ROOT[$PEER] ]] \
+    || { echo "run.sh: PEERS: $PEER is not one of 1.13 ${!TORCH_ROOT[*]}" >&2; exit 2; }
+  "$ROOT/bench/store/build_torch2.sh" "$BUILD/${TORCH_BUILD[$PEER]}" "${TORCH_ROOT[$PEER]}" \
+    || { echo "run.sh: building the $PEER programs in ${TORCH_ROOT[$PEER]} failed" >&2; exit 1; }
+  TORCH_BIN[$PEER]=$(cd "$BUILD/${TORCH_BUILD[$PEER]}" && pwd -P)   # same path in the root
+done
 
 # --- limits -------------------------------------------------------------------------------
 # A 1.13 client holds two server connections (main + watch callback), so a server with N
@@ -138,8 +146,8 @@ stop_server() {
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
 
 # torch_prefix / torch_bin: how to run, and where are, PyTorch $PEER's programs.
-torch_prefix() { [[ $PEER == 1.13 ]] || echo "chroot $TORCH2_ROOT"; }
-torch_bin() { if [[ $PEER == 1.13 ]]; then echo "$BIN"; else echo "$BIN2"; fi; }
+torch_prefix() { [[ $PEER == 1.13 ]] || echo "chroot ${TORCH_ROOT[$PEER]}"; }
+torch_bin() { echo "${TORCH_BIN[$PEER]}"; }
 
 # measure torch|ddp PROGRAM ARGS...: PROGRAM is store_load (PyTorch $PEER's clients) or
 # wire_load; one store_load or wire_load run on a fresh server; prints

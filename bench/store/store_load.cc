@@ -136,7 +136,7 @@ std::unique_ptr<c10d::TCPStore> connect(const Options& o, int index) {
   opts.waitWorkers = false;
   opts.timeout = kClientTimeout;
 #if TORCH_VERSION_MAJOR >= 2
-  opts.useLibUV = false;  // nothing changes on the wire; Debian 13's 2.6 refuses true
+  opts.useLibUV = false;  // nothing changes on the wire; Debian's 2.6 and 2.14 refuse true
 #endif
   return std::make_unique<c10d::TCPStore>(o.hosts[static_cast<std::size_t>(index) % o.hosts.size()],
                                           opts);

@@ -1,7 +1,7 @@
 // PyTorch's own TCPStore server (c10d::TCPStore, isServer=true) as a process, the baseline of
 // the store benchmark: LibTorch 1.13 (the host's build) or 2.x (bench/store/build_torch2.sh
-// builds it in the Debian 13 root against 2.6, whose build has no libuv: its server is then
-// c10d's non-libuv TCPStoreBackend, the only one that build has).
+// builds it in a Debian root against 2.6 or 2.14, whose builds have no libuv: its server is
+// then c10d's non-libuv TCPStoreBackend, the only one those builds have).
 //
 // Usage: torch_store_server HOST
 // Binds port 0, prints "listening on HOST:PORT" on stdout, serves until SIGTERM or SIGINT,
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   opts.isServer = true;
   opts.waitWorkers = false;
 #if TORCH_VERSION_MAJOR >= 2
-  opts.useLibUV = false;  // 2.x defaults to libuv, which Debian 13's build refuses
+  opts.useLibUV = false;  // 2.x defaults to libuv, which Debian's builds refuse
 #endif
   auto store = std::make_unique<c10d::TCPStore>(argv[1], opts);
   std::printf("listening on %s:%u\n", argv[1], static_cast<unsigned>(store->getPort()));
