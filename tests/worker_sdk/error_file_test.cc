@@ -1,6 +1,7 @@
 #include "ddp/error_file.h"
 
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>

@@ -34,15 +34,16 @@ std::unique_ptr<HostChannel::Prepared> HostChannel::prepare_broadcast(const at::
 #else
 
 #include <gloo/allgather_ring.h>
-#include <gloo/broadcast_one_to_all.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
+#include <gloo/transport/buffer.h>
 
 #include <cstdint>
 #include <limits>
 #include <mutex>
 #include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <vector>
 
 #include "gloo_devices.h"
 
@@ -95,6 +96,56 @@ class PreparedAlgorithm final : public HostChannel::Prepared {
   const char* name_;
 };
 
+// Root to every rank over the pairs' bound buffers, with the channel's synchronous pairs. Not
+// Gloo's BroadcastOneToAll: the Gloo beside LibTorch 2.14 rebuilt it on unbound buffers, which
+// need asynchronous pairs. Each receiver first sends the root a clear-to-send byte, so the root
+// writes only into a buffer whose owner is in run().
+class RootBroadcast {
+ public:
+  RootBroadcast(::gloo::rendezvous::Context& context, std::uint8_t* data, std::size_t bytes,
+                int root)
+      : is_root_(context.rank == root) {
+    const int slot = context.nextSlot();
+    for (int peer = 0; peer < context.size; ++peer) {
+      if (peer == context.rank || (!is_root_ && peer != root)) continue;
+      auto link = std::make_unique<Link>();
+      auto& pair = context.getPair(peer);
+      if (is_root_) {
+        link->ready = pair->createRecvBuffer(slot, &link->token, 1);
+        link->data = pair->createSendBuffer(slot, data, bytes);
+      } else {
+        link->ready = pair->createSendBuffer(slot, &link->token, 1);
+        link->data = pair->createRecvBuffer(slot, data, bytes);
+      }
+      links_.push_back(std::move(link));
+    }
+  }
+
+  void run() {
+    for (auto& link : links_) {
+      if (is_root_) {
+        link->ready->waitRecv();
+        link->data->send();
+      } else {
+        link->ready->send();
+        link->ready->waitSend();
+        link->data->waitRecv();
+      }
+    }
+    if (is_root_) {
+      for (auto& link : links_) link->data->waitSend();
+    }
+  }
+
+ private:
+  struct Link {  // one per peer of the root; the root's only peer elsewhere
+    std::uint8_t token = 0;
+    std::unique_ptr< ::gloo::transport::Buffer> ready, data;
+  };
+  bool is_root_;
+  std::vector<std::unique_ptr<Link> > links_;
+};
+
 }  // namespace
 
 HostChannel::HostChannel(std::shared_ptr<State> state) : state_(std::move(state)) {}
@@ -108,8 +159,15 @@ std::shared_ptr<HostChannel> HostChannel::connect(const c10::intrusive_ptr<c10d:
     state->device = detail::gloo_devices().front();
     state->context = std::make_shared< ::gloo::rendezvous::Context>(rank, world_size);
     state->context->setTimeout(timeout);
-    c10d::ProcessGroupGloo::GlooStore gloo_store(store);
-    state->context->connectFullMesh(gloo_store, state->device);
+    auto gloo_store = std::make_shared<c10d::ProcessGroupGloo::GlooStore>(store);
+    // Gloo takes the store by reference up to the one beside LibTorch 2.6, shared after.
+    [&](auto& context) {
+      if constexpr (requires { context.connectFullMesh(gloo_store, state->device); }) {
+        context.connectFullMesh(gloo_store, state->device);
+      } else {
+        context.connectFullMesh(*gloo_store, state->device);
+      }
+    }(*state->context);
     for (int peer = 0; peer < world_size; ++peer) {
       if (peer != rank) state->context->getPair(peer)->setSync(true, /*busyPoll=*/false);
     }
@@ -147,10 +205,10 @@ std::unique_ptr<HostChannel::Prepared> HostChannel::prepare_broadcast(const at::
     throw std::invalid_argument("HostChannel: broadcast root " + std::to_string(root) +
                                 " is not a rank of " + std::to_string(world_size()));
   }
-  using Broadcast = ::gloo::BroadcastOneToAll<std::uint8_t>;
-  std::vector<std::uint8_t*> ptrs{static_cast<std::uint8_t*>(io.data_ptr())};
-  auto algorithm = std::make_unique<Broadcast>(state_->context, ptrs, io.nbytes(), root);
-  return std::make_unique<PreparedAlgorithm<Broadcast> >(state_, std::move(algorithm), "broadcast");
+  auto algorithm = std::make_unique<RootBroadcast>(
+      *state_->context, static_cast<std::uint8_t*>(io.data_ptr()), io.nbytes(), root);
+  return std::make_unique<PreparedAlgorithm<RootBroadcast> >(state_, std::move(algorithm),
+                                                             "broadcast");
 }
 
 }  // namespace ddp

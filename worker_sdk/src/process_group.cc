@@ -80,16 +80,19 @@ c10::intrusive_ptr<c10d::Store> backend_store(const c10::intrusive_ptr<c10d::Sto
 
 // The end of init_process_group on the default group's store: the store-based barrier and the
 // group's sequence number, in the order of the LibTorch this SDK is built against (the Python
-// rank 0 sets the sequence number the others read). 1.13: the barrier (always run), then the
-// sequence number; the SDK adds its arrival without waiting (Gloo's constructor already
-// connected every rank). 2.x: the sequence number, then the barrier only under
+// rank 0 sets the sequence number the others read, up to the LibTorch that dropped it). 1.13: the
+// barrier (always run), then the sequence number; the SDK adds its arrival without waiting (Gloo's
+// constructor already connected every rank). 2.x: the sequence number, then the barrier only under
 // TORCH_DIST_INIT_BARRIER=1 (Python: int(value) == 1), where every rank waits and the last to
 // arrive sets "<key>:last_worker", as _store_based_barrier does.
 void finish_init(c10d::ProcessGroup& group, c10d::Store& store,
                  [[maybe_unused]] const EnvLookup& lookup, [[maybe_unused]] int world_size,
                  [[maybe_unused]] std::chrono::milliseconds timeout) {
 #if TORCH_VERSION_MAJOR >= 2
-  group.setSequenceNumberForGroup();
+  // 2.14's ProcessGroup no longer has it (every rank starts at 0; Python stopped calling it).
+  [](auto& g) {
+    if constexpr (requires { g.setSequenceNumberForGroup(); }) g.setSequenceNumberForGroup();
+  }(group);
   std::optional<std::string> enabled = lookup("TORCH_DIST_INIT_BARRIER");
   if (!enabled || *enabled != "1") return;
   const std::string last_worker = std::string(kInitBarrierKey) + ":last_worker";

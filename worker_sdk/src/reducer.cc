@@ -9,6 +9,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ddp/heartbeat.h"
 
@@ -29,12 +31,21 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
   std::function<void()> ready_;
 };
 
-// Gloo in LibTorch 1.13 has no bfloat16: collectives that only copy bytes see a same-size type.
+// Collectives that only copy (gathers, all-to-all) see bfloat16 as its bytes: Gloo has no
+// bfloat16 in LibTorch 1.13, and Debian's 2.14 build no 16-bit float type at all; uint8 is in all.
 at::Tensor as_copyable(const at::Tensor& t) {
-  return t.scalar_type() == at::kBFloat16 ? t.view(at::kHalf) : t;
+  return t.scalar_type() == at::kBFloat16 ? t.view(at::kByte) : t;
 }
 
 }  // namespace
+
+// A tensor holds its gradient accumulator weakly: the reducer keeps each hooked one alive, by
+// whatever grad_accumulator() returns (a shared_ptr in LibTorch 1.13 and 2.6, intrusive in 2.14).
+struct GradientReducer::Hooks {
+  using Accumulator =
+      decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()));
+  std::vector<std::pair<Accumulator, std::uintptr_t>> hooked;
+};
 
 void broadcast_tensors(const c10::intrusive_ptr<c10d::ProcessGroup>& group,
                        const std::vector<at::Tensor>& tensors, int root) {
@@ -128,19 +139,18 @@ GradientReducer::GradientReducer(c10::intrusive_ptr<c10d::ProcessGroup> group,
       sent_bytes_per_step_ += 2 * (world - 1) * wire_bytes / world;
     }
   }
+  hooks_ = std::make_unique<Hooks>();
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
-    hook_keys_.push_back(
-        acc->add_post_hook(std::make_unique<GradReadyHook>([this, k] { on_grad_ready(k); })));
-    accumulators_.push_back(std::move(acc));
+    const std::uintptr_t key =
+        acc->add_post_hook(std::make_unique<GradReadyHook>([this, k] { on_grad_ready(k); }));
+    hooks_->hooked.emplace_back(std::move(acc), key);
   }
 }
 
 GradientReducer::~GradientReducer() {
-  for (std::size_t i = 0; i < accumulators_.size(); ++i) {
-    accumulators_[i]->del_post_hook(hook_keys_[i]);
-  }
+  for (auto& [acc, key] : hooks_->hooked) acc->del_post_hook(key);
 }
 
 void GradientReducer::set_sync_enabled(bool enabled) {
@@ -202,17 +212,25 @@ void GradientReducer::launch_locked(Bucket& bucket) {
     at::Tensor out = as_copyable(bucket.scattered);
     at::Tensor in = as_copyable(bucket.wire);
     std::vector<std::int64_t> even;  // no split sizes: world equal chunks
-    bucket.work = group_->alltoall_base(out, in, even, even);
+    // all_to_all_single is the newer name (alltoall_base is deprecated in LibTorch 2.14).
+    bucket.work = [&](auto& group) {
+      if constexpr (requires { group.all_to_all_single(out, in, even, even); }) {
+        return group.all_to_all_single(out, in, even, even);
+      } else {
+        return group.alltoall_base(out, in, even, even);
+      }
+    }(*group_);
     return;
   }
-  std::vector<at::Tensor> io{as_copyable(bucket.wire.defined() ? bucket.wire : bucket.flat)};
-  if (bucket.gathers()) {
-    std::vector<std::vector<at::Tensor>> out(1);
-    for (const auto& row : bucket.gathered) out[0].push_back(as_copyable(row));
-    bucket.work = group_->allgather(out, io);
-  } else {
+  if (!bucket.gathers()) {
+    std::vector<at::Tensor> io{bucket.flat};  // a sum: the tensor's own type
     bucket.work = group_->allreduce(io);
+    return;
   }
+  std::vector<at::Tensor> in{as_copyable(bucket.wire.defined() ? bucket.wire : bucket.flat)};
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (const auto& row : bucket.gathered) out[0].push_back(as_copyable(row));
+  bucket.work = group_->allgather(out, in);
 }
 
 // A split bucket's second half: this rank's chunk summed in float32 (rank order), rounded to

@@ -139,7 +139,7 @@ class SdkCase(unittest.TestCase):
 
 def parse_args():
     """`--probe BIN --train BIN --interop BIN --python-rank SCRIPT [--ddprun BIN]
-    [--torch2-build DIR]` of the
+    [--torch2-build DIR] [--torch214-build DIR]` of the
     command line as a namespace, and the unittest arguments left."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--probe", required=True)
@@ -148,4 +148,5 @@ def parse_args():
     parser.add_argument("--python-rank", required=True)
     parser.add_argument("--ddprun", default="")
     parser.add_argument("--torch2-build", default="")  # worker_sdk_torch2's build in the root
+    parser.add_argument("--torch214-build", default="")  # worker_sdk_torch214's, in sid's
     return parser.parse_known_args()

@@ -3,7 +3,7 @@ by rank 0, or the agent's with PyTorch's exact key paths), Python and C++ ranks 
 bad environment named, and the torchelastic error file of an uncaught exception.
 
 Usage: test_worker_sdk_store.py --probe BIN --train BIN --interop BIN --python-rank SCRIPT
-       [--ddprun BIN] [unittest args]
+       [--ddprun BIN] [--torch2-build DIR] [--torch214-build DIR] [unittest args]
 """
 import json
 import os
@@ -66,11 +66,18 @@ class WorkerSdkTest(SdkCase):
         for w in [py] + cpp:
             self.assertEqual(json.loads(w.seen[-1])["sum"], 6.0)
 
+    # The SDK built against LibTorch 2.x in a Debian root (2.6: trixie, 2.14: sid; both without
+    # libuv) joins a job through an agent's store served by that PyTorch, as under ddprun or
+    # torchrun 2.x.
     def test_torch2_cpp_ranks_join_through_the_agent_store(self):
-        # The SDK built against LibTorch 2.6 in the root (Debian 13's, without libuv) joins a job
-        # through an agent's store served by PyTorch 2.6, as under ddprun or torchrun 2.x.
-        python = torch_python.python_for(self, "2")
-        probe = self.torch2_probe()
+        self.cpp_ranks_join_through_the_agent_store("2")
+
+    def test_torch214_cpp_ranks_join_through_the_agent_store(self):
+        self.cpp_ranks_join_through_the_agent_store("2.14")
+
+    def cpp_ranks_join_through_the_agent_store(self, v):
+        python = torch_python.python_for(self, v)
+        probe = self.torch2_probe(v)
         port = self.torch2_agent_store(python, 3)
         ws = [self.start([*probe, "allreduce"], worker_env(r, 3, port, agent_store=True))
               for r in range(3)]
@@ -79,28 +86,35 @@ class WorkerSdkTest(SdkCase):
             self.assertEqual(json.loads(w.seen[-1]), {"rank": r, "world": 3, "sum": 6.0,
                                                       "restart": 0})
 
+    # test_python_and_cpp_ranks_share_one_job on 2.x: a Python rank of PyTorch 2.x (env://, 2.x's
+    # key layout) and two ranks of the SDK built against the same LibTorch, through a 2.x agent
+    # store, restart 1 (2.x puts no attempt prefix in front of the keys). First with
+    # TORCH_DIST_INIT_BARRIER=1, where the Python rank waits in init_process_group until all
+    # three ranks have counted themselves in 2.x's barrier key; then without (2.x's default: no
+    # barrier, so no barrier key).
     def test_python_and_cpp_ranks_share_one_job_torch2(self):
-        # test_python_and_cpp_ranks_share_one_job on 2.6: a Python rank of PyTorch 2.6 (env://,
-        # 2.x's key layout) and two ranks of the SDK built against LibTorch 2.6, through a 2.6
-        # agent store, restart 1 (2.x puts no attempt prefix in front of the keys). First with
-        # TORCH_DIST_INIT_BARRIER=1, where the Python rank waits in init_process_group until all
-        # three ranks have counted themselves in 2.x's barrier key; then without (2.x's default:
-        # no barrier, so no barrier key).
+        self.python_and_cpp_ranks_share_one_job("2")
+
+    def test_python_and_cpp_ranks_share_one_job_torch214(self):
+        self.python_and_cpp_ranks_share_one_job("2.14")
+
+    def python_and_cpp_ranks_share_one_job(self, v):
         barrier = "default_pg/store_based_barrier_key:0"
         old_keys = ["/worker/attempt_1/" + barrier,
                     "/worker/attempt_1/default_pg/store_based_barrier_key:1"]
-        python, port = self.mixed_torch2_job({"TORCH_DIST_INIT_BARRIER": "1"})
+        python, port = self.mixed_torch2_job(v, {"TORCH_DIST_INIT_BARRIER": "1"})
         self.assertEqual(self.torch2_store_values(
             python, port, [barrier, barrier + ":last_worker", *old_keys]), ["3", "1", None, None])
-        python, port = self.mixed_torch2_job({})
+        python, port = self.mixed_torch2_job(v, {})
         self.assertEqual(self.torch2_store_values(python, port, [barrier, *old_keys]),
                          [None, None, None])
 
-    def mixed_torch2_job(self, extra):
-        """Python rank 0 (PyTorch 2.6) and C++ ranks 1 and 2 (the 2.6 SDK) all-reduce through a
-        fresh 2.6 agent store at restart 1; returns the interpreter and the store's port."""
-        python = torch_python.python_for(self, "2")
-        probe = self.torch2_probe()
+    def mixed_torch2_job(self, v, extra):
+        """Python rank 0 (PyTorch `v`) and C++ ranks 1 and 2 (the SDK built against it)
+        all-reduce through a fresh agent store of that PyTorch at restart 1; returns the
+        interpreter and the store's port."""
+        python = torch_python.python_for(self, v)
+        probe = self.torch2_probe(v)
         port = self.torch2_agent_store(python, 3)
         env = [worker_env(r, 3, port, agent_store=True, restart=1, extra=extra) for r in range(3)]
         py = self.start([python, ARGS.python_rank], env[0])
@@ -112,26 +126,29 @@ class WorkerSdkTest(SdkCase):
         return python, port
 
     def torch2_agent_store(self, python, world):
-        """Port of a PyTorch 2.6 TCPStore server (in the root) standing in for the agent's."""
+        """Port of a PyTorch 2.x TCPStore server (in its root) standing in for the agent's."""
         server = self.start([python, "-c", TORCH2_STORE], dict(os.environ, WORLD=str(world)))
         return int(server.wait_line(r"^\d+$"))
 
     def torch2_store_values(self, python, port, keys):
-        """The values of keys in the 2.6 store at port (None where a key is missing)."""
+        """The values of keys in the 2.x store at port (None where a key is missing)."""
         read = subprocess.run([python, "-c", TORCH2_READ, str(port), *keys], capture_output=True,
                               text=True, timeout=sdk_case.DEADLINE)
         self.assertEqual(read.returncode, 0, read.stderr)
         return json.loads(read.stdout)
 
-    def torch2_probe(self):
-        """The sdk_probe command built against LibTorch 2.6 in the root, run there through
-        scripts/torch2-run. Built here in the build folder CTest worker_sdk_torch2 configured and
-        filled (only sdk_probe.cc compiles, once); skipTest when that build is missing."""
-        build = ARGS.torch2_build
+    def torch2_probe(self, v):
+        """The sdk_probe command built against LibTorch `v` ("2" or "2.14") in its root, run
+        there (scripts/torch2-run, scripts/torch214-run). Built here in the build folder CTest
+        worker_sdk_torch2 or worker_sdk_torch214 configured and filled (only sdk_probe.cc
+        compiles, once); skipTest when that build is missing."""
+        build, test, run = {"2": (ARGS.torch2_build, "worker_sdk_torch2", "torch2-run"),
+                            "2.14": (ARGS.torch214_build, "worker_sdk_torch214",
+                                     "torch214-run")}[v]
         if not build or not os.path.isfile(os.path.join(build, "build.ninja")):
-            self.skipTest(f"no LibTorch 2.x build of the SDK at {build or '(none given)'}; "
-                          "CTest worker_sdk_torch2 makes it")
-        run = os.path.join(torch_python.CHECKOUT, "scripts", "torch2-run")
+            self.skipTest(f"no LibTorch {v} build of the SDK at {build or '(none given)'}; "
+                          f"CTest {test} makes it")
+        run = os.path.join(torch_python.CHECKOUT, "scripts", run)
         built = subprocess.run([run, "cmake", "--build", build, "--target", "sdk_probe"],
                                cwd=build, capture_output=True, text=True, timeout=900)
         self.assertEqual(built.returncode, 0, built.stdout[-3000:] + built.stderr[-3000:])

@@ -37,10 +37,6 @@
 
 #include "ddp/host_channel.h"
 
-namespace torch::autograd {
-struct Node;
-}  // namespace torch::autograd
-
 namespace ddp {
 
 struct ReducerOptions {
@@ -109,8 +105,8 @@ class GradientReducer {
   std::vector<at::Tensor> params_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
-  std::vector<std::uintptr_t> hook_keys_;
+  struct Hooks;  // the hooked gradient accumulators, held, with their hooks' keys
+  std::unique_ptr<Hooks> hooks_;
 
   mutable std::mutex mutex_;
   bool sync_enabled_ = true;
