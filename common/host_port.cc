@@ -1,6 +1,6 @@
 #include "common/host_port.h"
 
-#include <charconv>
+#include "common/text.h"
 
 namespace ddp {
 
@@ -29,13 +29,11 @@ Result<HostPortText> split_host_port(std::string_view text, BareIpv6 bare) {
 }
 
 Result<std::uint16_t> parse_port(std::string_view text, std::uint16_t min_port) {
-  unsigned port = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port < min_port ||
-      port > 65535) {
+  const auto port = parse_number<unsigned>(text);
+  if (!port || *port < min_port || *port > 65535) {
     return invalid_argument("the port must be " + std::to_string(min_port) + " to 65535");
   }
-  return static_cast<std::uint16_t>(port);
+  return static_cast<std::uint16_t>(*port);
 }
 
 Result<HostPort> parse_host_port(std::string_view text, BareIpv6 bare, std::uint16_t min_port) {

@@ -1,7 +1,8 @@
 #include "etcd/codec.h"
 
 #include <array>
-#include <charconv>
+
+#include "common/text.h"
 
 namespace ddp::etcd {
 namespace {
@@ -73,10 +74,8 @@ Result<std::int64_t> int_field(const Json& object, const char* field) {
   if (it == object.end() || it->is_null()) return std::int64_t{0};
   if (it->is_number_integer()) return it->get<std::int64_t>();
   if (it->is_string()) {
-    const auto& s = it->get_ref<const std::string&>();
-    std::int64_t v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc() && end == s.data() + s.size()) return v;
+    const auto v = parse_number<std::int64_t>(it->get_ref<const std::string&>());
+    if (v) return *v;
   }
   return protocol_error(std::string("etcd field '") + field + "' is not an integer: " + it->dump());
 }

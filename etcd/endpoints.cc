@@ -1,6 +1,7 @@
 #include "etcd/endpoints.h"
 
 #include "common/host_port.h"
+#include "common/text.h"
 
 namespace ddp::etcd {
 namespace {
@@ -36,13 +37,8 @@ Result<std::vector<Endpoint>> parse_endpoints(std::string_view text) {
     return invalid_argument(
         "--rdzv-backend etcd needs --rdzv-endpoint HOST[:PORT][,HOST[:PORT]...]");
   }
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto comma = text.find(',', start);
-    std::string_view one =
-        text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
-    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
-    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+  for (std::string_view piece : split(text, ',')) {
+    const std::string_view one = trim(piece, " ");
     if (one.empty()) {
       return invalid_argument("--rdzv-endpoint " + std::string(text) +
                               ": an empty entry; separate etcd endpoints with single commas");
@@ -50,8 +46,6 @@ Result<std::vector<Endpoint>> parse_endpoints(std::string_view text) {
     auto e = parse_one(one);
     if (!e) return e.status();
     out.push_back(std::move(e).value());
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return out;
 }

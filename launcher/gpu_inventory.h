@@ -44,17 +44,6 @@ class ProcGpuInventory final : public GpuInventory {
   std::filesystem::path root_;
 };
 
-// A fixed answer, for unit tests.
-class FakeGpuInventory final : public GpuInventory {
- public:
-  explicit FakeGpuInventory(int count) : count_(count) {}
-  Result<int> physical_count() const override { return count_; }
-  std::string source() const override { return "fake"; }
-
- private:
-  int count_;
-};
-
 inline constexpr const char* kProcNvidiaEnv = "DDPRUN_PROC_NVIDIA";
 inline constexpr const char* kDefaultProcNvidia = "/proc/driver/nvidia";
 

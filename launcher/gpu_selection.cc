@@ -1,8 +1,8 @@
 #include "launcher/gpu_selection.h"
 
 #include <algorithm>
-#include <charconv>
 
+#include "common/text.h"
 #include "launcher/option_values.h"
 
 namespace ddp::launcher {
@@ -36,24 +36,17 @@ std::vector<std::string> visible_gpus(int physical_count,
     for (int i = 0; i < physical_count; ++i) out.push_back(std::to_string(i));
     return out;
   }
-  std::string_view rest = *cuda_visible_devices;
-  while (!rest.empty()) {
-    auto comma = rest.find(',');
-    std::string_view token = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
-    while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  for (std::string_view piece : split(*cuda_visible_devices, ',')) {
+    const std::string_view token = trim(piece, " ");
     if (is_uuid_token(token)) {
       out.emplace_back(token);
       continue;
     }
-    int index = -1;
-    auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
-    bool valid = ec == std::errc() && ptr == token.data() + token.size() && index >= 0 &&
-                 index < physical_count &&
-                 std::find(out.begin(), out.end(), std::to_string(index)) == out.end();
+    const auto index = parse_number<int>(token);
+    bool valid = index && *index >= 0 && *index < physical_count &&
+                 std::find(out.begin(), out.end(), std::to_string(*index)) == out.end();
     if (!valid) break;  // CUDA ignores this entry and everything after it
-    out.push_back(std::to_string(index));
+    out.push_back(std::to_string(*index));
   }
   return out;
 }

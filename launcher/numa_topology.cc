@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <fstream>
-#include <sstream>
+
+#include "common/text.h"
 
 namespace ddp::launcher {
 namespace {
@@ -22,12 +22,9 @@ Result<std::string> read_line(const fs::path& path) {
 Result<int> read_int(const fs::path& path) {
   auto line = read_line(path);
   if (!line) return line.status();
-  int value = 0;
-  auto [ptr, ec] = std::from_chars(line->data(), line->data() + line->size(), value);
-  if (ec != std::errc() || ptr != line->data() + line->size()) {
-    return io_error(path.string() + " holds '" + *line + "', not a number");
-  }
-  return value;
+  const auto value = parse_number<int>(*line);
+  if (!value) return io_error(path.string() + " holds '" + *line + "', not a number");
+  return *value;
 }
 
 Result<std::set<int>> read_cpu_list(const fs::path& path) {
@@ -81,25 +78,15 @@ Result<CpuPlace> place_of(const fs::path& sysfs, int cpu) {
 
 Result<std::set<int>> parse_cpu_list(const std::string& text) {
   std::set<int> out;
-  std::stringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ',')) {
+  for (std::string_view item : split(text, ',')) {
     if (item.empty()) continue;
-    auto dash = item.find('-');
-    int lo = 0;
-    int hi = 0;
-    auto number = [](std::string_view s, int& v) {
-      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      return !s.empty() && ec == std::errc() && ptr == s.data() + s.size() && v >= 0;
-    };
-    std::string_view view(item);
-    bool good = dash == std::string::npos
-                    ? number(view, lo) && (hi = lo, true)
-                    : number(view.substr(0, dash), lo) && number(view.substr(dash + 1), hi);
-    if (!good || hi < lo || hi - lo > 1 << 16) {
+    const auto dash = item.find('-');
+    const auto lo = parse_number<int>(item.substr(0, dash));
+    const auto hi = dash == std::string_view::npos ? lo : parse_number<int>(item.substr(dash + 1));
+    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi - *lo > 1 << 16) {
       return invalid_argument("bad CPU list '" + text + "'");
     }
-    for (int c = lo; c <= hi; ++c) out.insert(c);
+    for (int c = *lo; c <= *hi; ++c) out.insert(c);
   }
   return out;
 }

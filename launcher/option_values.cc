@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <limits>
+#include <optional>
 
 #include "agent/membership/rdzv_settings.h"
 #include "common/host_port.h"
+#include "common/text.h"
 
 namespace ddp::launcher {
 namespace {
@@ -26,27 +27,10 @@ Status bad(std::string_view option, std::string_view text, std::string_view expe
                           std::string(expected));
 }
 
-std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t end = text.find(sep, start);
-    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
-}
-
-bool whole_integer(std::string_view text, long long& out) {
-  if (text.empty() || text.front() == '+') return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
-
-bool whole_double(std::string_view text, double& out) {
-  if (text.empty() || text.front() == '+') return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out);
+// parse_number, refusing "inf" and "nan".
+std::optional<double> finite_number(std::string_view text) {
+  const auto value = parse_number<double>(text);
+  return value && std::isfinite(*value) ? value : std::nullopt;
 }
 
 std::string upper(std::string_view text) {
@@ -59,29 +43,29 @@ std::string upper(std::string_view text) {
 
 Result<long long> parse_integer(std::string_view option, std::string_view text, long long min,
                                 long long max) {
-  long long value = 0;
   std::string range = max == std::numeric_limits<long long>::max()
                           ? "an integer >= " + std::to_string(min)
                           : "an integer from " + std::to_string(min) + " to " + std::to_string(max);
-  if (!whole_integer(text, value) || value < min || value > max) return bad(option, text, range);
-  return value;
+  const auto value = parse_number<long long>(text);
+  if (!value || *value < min || *value > max) return bad(option, text, range);
+  return *value;
 }
 
 Result<std::uint32_t> parse_factor(std::string_view option, std::string_view text) {
-  double factor = 0;
-  if (!whole_double(text, factor) || (factor != 0 && (factor < 1 || factor > 1000))) {
+  const auto factor = finite_number(text);
+  if (!factor || (*factor != 0 && (*factor < 1 || *factor > 1000))) {
     return bad(option, text, "0 (off) or a factor from 1 to 1000 (e.g. 2 or 1.5)");
   }
-  return static_cast<std::uint32_t>(std::lround(factor * 1000));
+  return static_cast<std::uint32_t>(std::lround(*factor * 1000));
 }
 
 Result<std::chrono::milliseconds> parse_seconds(std::string_view option, std::string_view text) {
-  double seconds = 0;
+  const auto seconds = finite_number(text);
   // One year is far beyond any sensible timeout and keeps the conversion exact.
-  if (!whole_double(text, seconds) || seconds < 0 || seconds > 365.0 * 24 * 3600) {
+  if (!seconds || *seconds < 0 || *seconds > 365.0 * 24 * 3600) {
     return bad(option, text, "a number of seconds >= 0 (e.g. 30 or 0.5)");
   }
-  return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000.0)));
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(*seconds * 1000.0)));
 }
 
 Result<std::chrono::milliseconds> parse_duration(std::string_view option, std::string_view text) {
@@ -99,33 +83,29 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view option, std::s
       break;
     }
   }
-  double value = 0;
-  if (!whole_double(number, value) || !(value > 0) || value * scale > 365.0 * 24 * 3600 * 1000) {
+  const auto value = finite_number(number);
+  if (!value || !(*value > 0) || *value * scale > 365.0 * 24 * 3600 * 1000) {
     return bad(option, text, kExpected);
   }
-  return std::chrono::milliseconds(static_cast<long long>(std::ceil(value * scale)));
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(*value * scale)));
 }
 
 Result<std::pair<int, int>> parse_nnodes(std::string_view text) {
   constexpr std::string_view kExpected = "N or MIN:MAX with 1 <= MIN <= MAX (e.g. 2 or 1:4)";
   auto parts = split(text, ':');
   if (parts.size() > 2) return bad("--nnodes", text, kExpected);
-  long long lo = 0;
-  long long hi = 0;
-  constexpr long long kMaxNodes = 1 << 20;
-  if (!whole_integer(parts[0], lo) || lo < 1 || lo > kMaxNodes) {
+  constexpr int kMaxNodes = 1 << 20;
+  const auto lo = parse_number<int>(parts[0]);
+  const auto hi = parts.size() == 2 ? parse_number<int>(parts[1]) : lo;
+  if (!lo || !hi || *lo < 1 || *lo > kMaxNodes || *hi < 1 || *hi > kMaxNodes) {
     return bad("--nnodes", text, kExpected);
   }
-  hi = lo;
-  if (parts.size() == 2 && (!whole_integer(parts[1], hi) || hi < 1 || hi > kMaxNodes)) {
-    return bad("--nnodes", text, kExpected);
+  if (*lo > *hi) {
+    return invalid_argument("--nnodes " + std::string(text) + ": MIN (" + std::to_string(*lo) +
+                            ") is larger than MAX (" + std::to_string(*hi) + "); write it as " +
+                            std::to_string(*hi) + ":" + std::to_string(*lo));
   }
-  if (lo > hi) {
-    return invalid_argument("--nnodes " + std::string(text) + ": MIN (" + std::to_string(lo) +
-                            ") is larger than MAX (" + std::to_string(hi) + "); write it as " +
-                            std::to_string(hi) + ":" + std::to_string(lo));
-  }
-  return std::pair<int, int>{static_cast<int>(lo), static_cast<int>(hi)};
+  return std::pair<int, int>{*lo, *hi};
 }
 
 Result<agent::StreamsSpec> parse_streams(std::string_view option, std::string_view text) {
@@ -143,15 +123,14 @@ Result<agent::StreamsSpec> parse_streams(std::string_view option, std::string_vi
   }
   for (std::string_view item : split(text, ',')) {
     auto kv = split(item, ':');
-    long long rank = 0;
+    const auto rank = parse_number<int>(kv[0]);
     agent::Streams streams{};
-    if (kv.size() != 2 || !whole_integer(kv[0], rank) || rank < 0 || rank > 1 << 20 ||
-        !stream_value(kv[1], streams)) {
+    if (kv.size() != 2 || !rank || *rank < 0 || *rank > 1 << 20 || !stream_value(kv[1], streams)) {
       return bad(option, text, kExpected);
     }
-    if (!spec.per_rank.emplace(static_cast<int>(rank), streams).second) {
+    if (!spec.per_rank.emplace(*rank, streams).second) {
       return invalid_argument(std::string(option) + " " + std::string(text) + ": local rank " +
-                              std::to_string(rank) + " is given twice; list each rank once");
+                              std::to_string(*rank) + " is given twice; list each rank once");
     }
   }
   return spec;
@@ -163,23 +142,23 @@ Result<std::vector<int>> parse_id_list(std::string_view option, std::string_view
   if (text.empty()) return bad(option, text, expected);
   std::vector<int> ids;
   for (std::string_view item : split(text, ',')) {
-    long long id = 0;
-    if (!whole_integer(item, id)) {
+    const auto id = parse_number<long long>(item);
+    if (!id) {
       return invalid_argument(std::string(option) + " " + std::string(text) + ": " + quoted(item) +
                               " is not a " + std::string(what) + "; expected " + expected);
     }
-    if (id < 0 || id > 1 << 20) {
+    if (*id < 0 || *id > 1 << 20) {
       return invalid_argument(std::string(option) + " " + std::string(text) + ": " +
                               std::string(what) + " " + std::string(item) + " is " +
-                              (id < 0 ? "negative" : "too large") + "; " + std::string(what) +
+                              (*id < 0 ? "negative" : "too large") + "; " + std::string(what) +
                               "s are >= 0");
     }
-    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+    if (std::find(ids.begin(), ids.end(), *id) != ids.end()) {
       return invalid_argument(std::string(option) + " " + std::string(text) + ": " +
                               std::string(what) + " " + std::string(item) +
                               " is listed twice; list each once");
     }
-    ids.push_back(static_cast<int>(id));
+    ids.push_back(static_cast<int>(*id));
   }
   return ids;
 }
@@ -225,10 +204,10 @@ Result<std::map<std::string, std::string>> parse_rdzv_conf(std::string_view text
     }
     std::string key(item.substr(0, eq));
     std::string value(item.substr(eq + 1));
-    double number = 0;
     bool is_duration = agent::is_rdzv_key(key) && key != agent::rdzv_key::kIsHost &&
                        key != agent::rdzv_key::kSecretFile;
-    if (is_duration && (!whole_double(value, number) || number < 0)) {
+    const auto number = finite_number(value);
+    if (is_duration && (!number || *number < 0)) {
       return invalid_argument("--rdzv-conf: " + key + "=" + value + " is not a number >= 0; " +
                               "give seconds (or a count for keep_alive_max_attempt)");
     }

@@ -1,6 +1,7 @@
 // steps::resolve_output: how worker output is prefixed and duplicated (torchrun 2.10-2.14's
 // --log-line-prefix-template and --duplicate-std{out,err}-filters), --logs-specs, and
 // --numa-binding's mode (the CPUs it means are found on the machine, launcher/numa_binding.h).
+#include "common/text.h"
 #include "launcher/option_steps.h"
 
 namespace ddp::launcher::steps {
@@ -11,12 +12,8 @@ constexpr const char* kPrefixTemplateEnv = "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLAT
 // torchrun's comma_separated_list: the items between commas; empty items are dropped.
 std::vector<std::string> comma_list(const std::string& text) {
   std::vector<std::string> items;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) items.push_back(text.substr(start, end - start));
-    start = end + 1;
+  for (std::string_view item : split(text, ',')) {
+    if (!item.empty()) items.emplace_back(item);
   }
   return items;
 }

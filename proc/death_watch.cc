@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "proc/write_all.h"
+
 namespace ddp::proc {
 namespace {
 
@@ -157,22 +159,14 @@ void DeathWatch::send_text(char kind, const std::string& text) {
   std::memcpy(message.data(), &tag, sizeof tag);
   message[sizeof tag] = kind;
   std::memcpy(message.data() + sizeof tag + 1, &size, sizeof size);
-  write_all(message + text);
+  // Small writes to a pipe are atomic; the watcher reads as fast as the agent spawns. A failed
+  // write means the watcher is gone: nothing left to tell.
+  (void)write_all(write_fd_, message + text);
 }
 
 void DeathWatch::send(std::int32_t record) {
-  write_all(std::string(reinterpret_cast<const char*>(&record), sizeof record));
-}
-
-void DeathWatch::write_all(const std::string& bytes) {
-  // Small writes to a pipe are atomic; the watcher reads as fast as the agent spawns.
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(write_fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the watcher is gone: nothing left to tell
-    done += static_cast<std::size_t>(n);
-  }
+  (void)write_all(write_fd_,
+                  std::string_view(reinterpret_cast<const char*>(&record), sizeof record));
 }
 
 }  // namespace ddp::proc

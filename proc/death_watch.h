@@ -57,7 +57,6 @@ class DeathWatch {
   DeathWatch(pid_t pid, int write_fd) : pid_(pid), write_fd_(write_fd) {}
   void send(std::int32_t record);
   void send_text(char kind, const std::string& text);
-  void write_all(const std::string& bytes);
   pid_t pid_;
   int write_fd_;
 };

@@ -18,6 +18,7 @@
 #include "proc/open_file_limit.h"
 #include "proc/pipe_drain.h"
 #include "proc/process_wait.h"
+#include "proc/write_all.h"
 
 namespace ddp::proc {
 
@@ -240,11 +241,8 @@ Result<pid_t> Spawner::spawn(int id, const LaunchSpec& spec) {
 Status Spawner::write_stdin(int id, std::string_view bytes) {
   auto it = children_.find(id);
   if (it == children_.end() || it->second->stdin_fd < 0) return not_found("no stdin pipe");
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(it->second->stdin_fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_error(std::string("write to a child's stdin: ") + std::strerror(errno));
-    bytes.remove_prefix(static_cast<std::size_t>(n));
+  if (Status s = write_all(it->second->stdin_fd, bytes); !s) {
+    return io_error("write to a child's stdin: " + s.message());
   }
   return Status::ok();
 }

@@ -1,8 +1,9 @@
 #include "rendezvous/store.h"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
+
+#include "common/text.h"
 
 namespace ddp::rendezvous {
 namespace {
@@ -89,13 +90,12 @@ Result<std::int64_t> Store::sum(const std::string& key, std::int64_t delta) cons
   auto it = values_.find(key);
   if (it != values_.end()) {
     const std::string& text = it->second;
-    std::int64_t current = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), current);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    const auto current = parse_number<std::int64_t>(text);
+    if (!current) {
       return invalid_argument("ADD or BARRIER on key '" + printable(key) + "' whose value '" +
                               printable(text) + "' is not a decimal integer");
     }
-    if (__builtin_add_overflow(current, delta, &total)) {
+    if (__builtin_add_overflow(*current, delta, &total)) {
       return invalid_argument("ADD or BARRIER on key '" + printable(key) +
                               "' overflows a 64-bit integer");
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/text.h"
 #include "rendezvous/admission.h"
 
 namespace ddp::rendezvous {
@@ -72,15 +73,11 @@ std::string StoreAllow::to_string() const {
 Result<StoreAllow> parse_store_allow(std::string_view text) {
   StoreAllow allow;
   if (text.empty()) return bad(text, "is empty");
-  std::size_t start = 0;
-  for (;;) {
-    const auto comma = text.find(',', start);
-    const std::string_view entry = text.substr(start, comma - start);
+  for (std::string_view entry : split(text, ',')) {
     if (entry.empty()) return bad(text, "has an empty entry");
     if (Status added = add_entry(allow, entry); !added) return added;
-    if (comma == std::string_view::npos) return allow;
-    start = comma + 1;
   }
+  return allow;
 }
 
 }  // namespace ddp::rendezvous

@@ -6,10 +6,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <charconv>
 
 #include "agent/membership/etcd_state.h"
 #include "common/host_port.h"
+#include "common/text.h"
 #include "rendezvous/membership/wire.h"
 
 namespace ddp::agent {
@@ -54,11 +54,8 @@ std::vector<etcd::Json> unchanged(const std::string& key, std::int64_t mod_revis
 
 proc::DeathWatch::LastWords lease_revoker(const EtcdSettings& settings) {
   return [settings](const std::string& note) {
-    std::int64_t lease = 0;
-    auto [end, ec] = std::from_chars(note.data(), note.data() + note.size(), lease);
-    if (ec == std::errc() && end == note.data() + note.size() && lease != 0) {
-      revoke_blocking(settings, 2s, lease);
-    }
+    const auto lease = parse_number<std::int64_t>(note);
+    if (lease && *lease != 0) revoke_blocking(settings, 2s, *lease);
   };
 }
 

@@ -1,8 +1,9 @@
 #include "agent/membership/etcd_settings.h"
 
-#include <charconv>
 #include <map>
 #include <string_view>
+
+#include "common/text.h"
 
 namespace ddp::agent {
 
@@ -41,13 +42,12 @@ Result<EtcdSettings> etcd_settings(const AgentConfig& config) {
       s.prefix = value;
       while (s.prefix.size() > 1 && s.prefix.back() == '/') s.prefix.pop_back();
     } else if (key == kLeaseTtl) {
-      long long n = 0;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 3600) {
+      const auto n = parse_number<long long>(value);
+      if (!n || *n < 1 || *n > 3600) {
         return invalid_argument("--rdzv-conf lease_ttl=" + value +
                                 " must be whole seconds from 1 to 3600 (e.g. lease_ttl=5)");
       }
-      s.lease_ttl = std::chrono::seconds(n);
+      s.lease_ttl = std::chrono::seconds(*n);
     } else if (key == kPresenceTimeout) {
       return invalid_argument(
           "--rdzv-conf presence_timeout: removed; a lost node is noticed at lease_ttl, lower "

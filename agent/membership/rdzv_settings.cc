@@ -1,11 +1,11 @@
 #include "agent/membership/rdzv_settings.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <iterator>
 
 #include "common/host_port.h"
+#include "common/text.h"
 
 namespace ddp::agent {
 namespace {
@@ -13,13 +13,12 @@ namespace {
 using Seconds = std::chrono::duration<double>;
 
 Result<double> number(const std::string& key, const std::string& value) {
-  double out = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(out) || out < 0) {
+  const auto out = parse_number<double>(value);
+  if (!out || !std::isfinite(*out) || *out < 0) {
     return invalid_argument("--rdzv-conf " + key + "=" + value +
                             " is not a number >= 0; give seconds (e.g. " + key + "=30)");
   }
-  return out;
+  return *out;
 }
 
 // The keys an unknown key's message names.

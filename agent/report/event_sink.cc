@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "proc/write_all.h"
+
 namespace ddp::agent {
 
 std::string expand_event_log_path(const std::string& path, const std::string& host) {
@@ -52,17 +54,10 @@ void FileEventSink::write_line(std::string_view line) {
   if (failed_) return;
   scratch_.assign(line);
   scratch_ += '\n';
-  std::size_t done = 0;
-  while (done < scratch_.size()) {
-    const ssize_t n = ::write(fd_, scratch_.data() + done, scratch_.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failed_ = true;
-      spdlog::error("event log {}: write failed ({}); no more events are written", path_,
-                    std::strerror(errno));
-      return;
-    }
-    done += static_cast<std::size_t>(n);
+  if (Status s = proc::write_all(fd_, scratch_); !s) {
+    failed_ = true;
+    spdlog::error("event log {}: write failed ({}); no more events are written", path_,
+                  s.message());
   }
 }
 

@@ -2,32 +2,21 @@
 
 #include <spdlog/spdlog.h>
 
-#include <charconv>
+#include "common/text.h"
 
 namespace ddp::agent {
 
 namespace {
 constexpr std::size_t kMaxBeatLine = 64;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 }  // namespace
 
 std::optional<Beat> parse_beat_line(std::string_view line) {
   if (line.size() > kMaxBeatLine) return std::nullopt;
-  line = trim(line);
+  line = trim(line, " \t\r");
   if (line.empty()) return Beat{};
-  std::int64_t step = 0;
-  auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), step);
-  if (ec != std::errc() || end != line.data() + line.size() || step < 0) return std::nullopt;
-  return Beat{step};
+  const auto step = parse_number<std::int64_t>(line);
+  if (!step || *step < 0) return std::nullopt;
+  return Beat{*step};
 }
 
 Result<std::unique_ptr<BeatChannel>> BeatChannel::open(boost::asio::io_context& io,

@@ -9,6 +9,7 @@
 
 #include "agent/workers/safe_substitute.h"
 #include "common/host_identity.h"
+#include "proc/write_all.h"
 
 namespace ddp::agent {
 namespace {
@@ -16,15 +17,6 @@ namespace {
 bool includes(Streams s, proc::StreamId stream) {
   int bit = stream == proc::StreamId::kStdout ? 1 : 2;
   return (static_cast<int>(s) & bit) != 0;
-}
-
-void write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a closed console or full disk: output is best effort
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
 }
 
 int stream_index(proc::StreamId stream) { return stream == proc::StreamId::kStdout ? 0 : 1; }
@@ -150,17 +142,18 @@ void OutputRouter::on_line(const Sink& k, std::string_view line) {
   scratch_.assign(k.prefix);
   scratch_.append(line);
   scratch_.push_back('\n');
-  if (k.route.console) write_all(k.console_fd, scratch_);
+  // A closed console or full disk: output is best effort, here and in write().
+  if (k.route.console) (void)proc::write_all(k.console_fd, scratch_);
   int filtered_fd = filtered_fd_[stream_index(k.stream)];
   if (k.filtered && filtered_fd >= 0 && contains_any(line, filters(k.stream))) {
-    write_all(filtered_fd, scratch_);
+    (void)proc::write_all(filtered_fd, scratch_);
   }
 }
 
 void OutputRouter::write(int local_rank, proc::StreamId stream, std::string_view bytes) {
   Sink* k = sink(local_rank, stream);
   if (k == nullptr) return;
-  if (k->file_fd >= 0) write_all(k->file_fd, bytes);
+  if (k->file_fd >= 0) (void)proc::write_all(k->file_fd, bytes);
   k->splitter.feed(bytes, [&](std::string_view line) { on_line(*k, line); });
 }
 

@@ -1,6 +1,6 @@
 #include "launcher/cluster/host_list.h"
 
-#include <charconv>
+#include "common/text.h"
 
 namespace ddp::launcher::cluster {
 namespace {
@@ -58,21 +58,18 @@ class Expander {
     auto dash = text.find('-');
     std::string_view lo_text = text.substr(0, dash);
     std::string_view hi_text = dash == std::string_view::npos ? lo_text : text.substr(dash + 1);
-    auto number = [](std::string_view digits, unsigned long long& out) {
-      if (digits.empty() || digits.size() > 18) return false;
-      for (char c : digits) {
-        if (c < '0' || c > '9') return false;
-      }
-      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-      return ec == std::errc() && end == digits.data() + digits.size();
+    auto number = [](std::string_view digits) {  // at most 18 digits, no sign
+      return digits.size() <= 18 ? parse_number<unsigned long long>(digits) : std::nullopt;
     };
-    Range range;
-    if (!number(lo_text, range.lo) || !number(hi_text, range.hi)) {
+    const auto lo = number(lo_text);
+    const auto hi = number(hi_text);
+    if (!lo || !hi) {
       std::string problem(1, '\'');
       problem.append(text).append("' in '").append(token).append(
           "' is not a number or a range lo-hi of unsigned numbers");
       return error(problem);
     }
+    const Range range{*lo, *hi, static_cast<int>(lo_text.size())};
     if (range.hi < range.lo) {
       return error("range '" + std::string(text) + "' in '" + token + "' ends below its start");
     }
@@ -80,21 +77,16 @@ class Expander {
       return error("range '" + std::string(text) + "' has more than " + std::to_string(kMaxHosts) +
                    " hosts");
     }
-    range.width = static_cast<int>(lo_text.size());
     return range;
   }
 
   Result<std::vector<Range>> parse_ranges(std::string_view inner, const std::string& token) const {
     if (inner.empty()) return error("empty brackets in '" + token + "'");
     std::vector<Range> ranges;
-    std::size_t start = 0;
-    while (true) {
-      auto comma = inner.find(',', start);
-      auto range = parse_range(inner.substr(start, comma - start), token);
+    for (std::string_view item : split(inner, ',')) {
+      auto range = parse_range(item, token);
       if (!range) return range.status();
       ranges.push_back(*range);
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
     }
     return ranges;
   }

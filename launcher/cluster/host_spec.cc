@@ -1,9 +1,9 @@
 #include "launcher/cluster/host_spec.h"
 
 #include <cctype>
-#include <charconv>
 
 #include "common/host_port.h"
+#include "common/text.h"
 #include "launcher/cluster/host_match.h"
 
 namespace ddp::launcher::cluster {
@@ -11,19 +11,11 @@ namespace {
 
 constexpr int kMaxSlots = 65536;
 
-bool parse_slots(std::string_view text, int& out) {
-  if (text.empty() || text.size() > 6) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  std::from_chars(text.data(), text.data() + text.size(), out);
-  return out >= 1 && out <= kMaxSlots;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
+// 1 to kMaxSlots, in at most 6 digits.
+std::optional<int> parse_slots(std::string_view text) {
+  const auto n = text.size() <= 6 ? parse_number<int>(text) : std::nullopt;
+  if (!n || *n < 1 || *n > kMaxSlots) return std::nullopt;
+  return n;
 }
 
 Status check_unique(const std::vector<HostSlots>& hosts, const std::string& host,
@@ -62,10 +54,7 @@ Status check_host_name(std::string_view host, std::string_view where) {
 
 Result<std::vector<HostSlots>> parse_hosts_option(std::string_view text) {
   std::vector<HostSlots> hosts;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma - start);
+  for (std::string_view item : split(text, ',')) {
     std::string where = "--hosts " + std::string(text) + ": ";
     HostSlots entry;
     auto parts = split_host_port(item);  // HOST[:SLOTS], [IPv6][:SLOTS]
@@ -78,19 +67,16 @@ Result<std::vector<HostSlots>> parse_hosts_option(std::string_view text) {
     std::string_view slots = parts->port.value_or("");
     if (Status s = check_host_name(host, where); !s) return s;
     if (has_slots) {
-      int n = 0;
-      if (!parse_slots(slots, n)) {
+      entry.slots = parse_slots(slots);
+      if (!entry.slots) {
         return invalid_argument(where + "'" + std::string(item) + "': slots must be a number " +
                                 "from 1 to " + std::to_string(kMaxSlots) + ", as in " +
                                 std::string(host) + ":4");
       }
-      entry.slots = n;
     }
     entry.host = std::string(host);
     if (Status s = check_unique(hosts, entry.host, where); !s) return s;
     hosts.push_back(std::move(entry));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return hosts;
 }
@@ -124,8 +110,8 @@ Result<std::vector<HostSlots>> parse_hostfile(std::string_view text, std::string
     entry.host = std::string(host);
     for (std::size_t w = 1; w < words.size(); ++w) {
       std::string_view word = words[w];
-      int n = 0;
-      if (word.rfind("slots=", 0) != 0 || entry.slots || !parse_slots(word.substr(6), n)) {
+      const auto n = word.rfind("slots=", 0) == 0 ? parse_slots(word.substr(6)) : std::nullopt;
+      if (!n || entry.slots) {
         return invalid_argument(where + "'" + std::string(word) +
                                 "' is not understood; a line is `HOST` or `HOST slots=N` with N "
                                 "from 1 to " +

@@ -1,21 +1,7 @@
 // `ddprun --launcher pbs`, run once from a PBS job script, starts one agent per unique node
 // through pbsdsh (the Task Manager spawner every PBS ships). Torque's and PBS Pro's pbsdsh
-// share a name but not their flags; what each flag means (from their manuals and, for
-// OpenPBS/PBS Pro, src/cmds/pbsdsh.c):
-//
-// | flag         | Torque                                    | PBS Pro / OpenPBS               |
-// |--------------|-------------------------------------------|---------------------------------|
-// | (none)       | one task per allocated slot               | one task per TM node (per line  |
-// |              |                                           | of PBS_NODEFILE)                |
-// | -u           | one task per unique node                  | does not exist (usage error)    |
-// | -c N         | tasks on the first N nodes                | same                            |
-// | -n I         | one task on the I-th node (0-based)       | same ("node_index")             |
-// | -h HOST      | one task on HOST                          | does not exist                  |
-// | -o           | capture the task's stdout in pbsdsh's own | do not wait for tasks to exit   |
-// |              | output instead of the job's output        | (no obituaries)                 |
-// | -s           | spawn one after another                   | same                            |
-// | -v           | verbose                                   | same                            |
-// | --version    | not an option                             | prints "pbs_version = X.Y.Z"    |
+// share a name but not their flags: docs/cluster.md has the table of what each flag means
+// (from their manuals and, for OpenPBS/PBS Pro, src/cmds/pbsdsh.c).
 //
 // So: Torque gets one `pbsdsh -u -- AGENT...`; PBS Pro gets one `pbsdsh -n I -- AGENT...`
 // per unique host, I being the index of that host's first line in PBS_NODEFILE. Neither

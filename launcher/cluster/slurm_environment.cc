@@ -1,22 +1,20 @@
 #include "launcher/cluster/slurm_environment.h"
 
 #include <algorithm>
-#include <charconv>
 #include <set>
 
+#include "common/text.h"
 #include "launcher/cluster/host_list.h"
 #include "launcher/cluster/host_match.h"
 
 namespace ddp::launcher::cluster {
 namespace {
 
-bool parse_uint(std::string_view text, long long max, long long& out) {
-  if (text.empty() || text.size() > 12) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size() && out <= max;
+// At most 12 decimal digits (no sign) making a number up to `max`.
+std::optional<long long> parse_uint(std::string_view text, long long max) {
+  const auto n = text.size() <= 12 ? parse_number<unsigned long long>(text) : std::nullopt;
+  if (!n || *n > static_cast<unsigned long long>(max)) return std::nullopt;
+  return static_cast<long long>(*n);
 }
 
 std::string join(const std::vector<std::string>& items, std::size_t limit = 8) {
@@ -34,11 +32,11 @@ Status check_count(const Environment& env, const std::string& list_var, std::siz
   for (const std::string& name : count_vars) {
     std::string text = env_value(env, name);
     if (text.empty()) continue;
-    long long count = 0;
-    if (!parse_uint(text, 1 << 30, count) || count < 1) {
+    const auto count = parse_uint(text, 1 << 30);
+    if (!count || *count < 1) {
       return invalid_argument(name + "=" + text + " is not a positive node count; fix or unset it");
     }
-    if (static_cast<std::size_t>(count) != hosts) {
+    if (static_cast<std::size_t>(*count) != hosts) {
       return invalid_argument(name + "=" + text + " but " + list_var + " names " +
                               std::to_string(hosts) +
                               " hosts; the Slurm environment is "
@@ -53,12 +51,12 @@ Result<int> node_rank(const Environment& env, const std::vector<std::string>& ho
                       const std::string& list_var, std::string_view hostname) {
   std::string id = env_value(env, "SLURM_NODEID");
   if (!id.empty()) {
-    long long rank = 0;
-    if (!parse_uint(id, 1 << 30, rank) || rank >= static_cast<long long>(hosts.size())) {
+    const auto rank = parse_uint(id, 1 << 30);
+    if (!rank || *rank >= static_cast<long long>(hosts.size())) {
       return invalid_argument("SLURM_NODEID=" + id + " is not a node index below the " +
                               std::to_string(hosts.size()) + " hosts of " + list_var);
     }
-    return static_cast<int>(rank);
+    return static_cast<int>(*rank);
   }
   std::string name = env_value(env, "SLURMD_NODENAME");
   std::string what =
@@ -87,26 +85,19 @@ Result<std::vector<int>> parse_gpu_id_list(std::string_view what, std::string_vi
     return invalid_argument(std::string(what) + "=" + std::string(text) + ": " + problem +
                             "; expected comma-separated GPU ids such as 0,1,3");
   };
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma - start);
-    auto dash = item.find('-');
-    long long lo = 0, hi = 0;
-    if (!parse_uint(item.substr(0, dash), 1 << 20, lo) ||
-        !parse_uint(dash == item.npos ? item.substr(0, dash) : item.substr(dash + 1), 1 << 20,
-                    hi) ||
-        hi < lo || hi - lo > 4096) {
+  for (std::string_view item : split(text, ',')) {
+    const auto dash = item.find('-');
+    const auto lo = parse_uint(item.substr(0, dash), 1 << 20);
+    const auto hi = dash == item.npos ? lo : parse_uint(item.substr(dash + 1), 1 << 20);
+    if (!lo || !hi || *hi < *lo || *hi - *lo > 4096) {
       return bad("'" + std::string(item) + "' is not a GPU id or range");
     }
-    for (long long id = lo; id <= hi; ++id) {
+    for (long long id = *lo; id <= *hi; ++id) {
       if (!seen.insert(static_cast<int>(id)).second) {
         return bad("GPU " + std::to_string(id) + " appears twice");
       }
       ids.push_back(static_cast<int>(id));
     }
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return ids;
 }
@@ -170,15 +161,8 @@ Result<std::string> gpu_ids_for_visible(const std::vector<int>& ids,
   if (!cuda_visible_devices) {
     for (int id : ids) selection.push_back(std::to_string(id));
   } else {
-    std::vector<std::string> visible;
-    std::string_view text = *cuda_visible_devices;
-    std::size_t start = 0;
-    while (!text.empty() && start <= text.size()) {
-      auto comma = text.find(',', start);
-      visible.emplace_back(text.substr(start, comma - start));
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
-    }
+    std::vector<std::string_view> visible;
+    if (!cuda_visible_devices->empty()) visible = split(*cuda_visible_devices, ',');
     bool all_listed = true;
     for (int id : ids) {
       auto it = std::find(visible.begin(), visible.end(), std::to_string(id));

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "common/text.h"
 #include "launcher/cluster/host_spec.h"
 #include "launcher/cluster/shell_quote.h"
 
@@ -46,10 +47,7 @@ Result<std::vector<std::string>> parse_ssh_command(std::string_view text) {
 Result<std::vector<std::string>> parse_forward_env(std::string_view text) {
   std::vector<std::string> patterns;
   if (text.empty()) return patterns;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma - start);
+  for (std::string_view item : split(text, ',')) {
     std::string_view name = item;
     if (!name.empty() && name.back() == '*') name.remove_suffix(1);
     if (!valid_name(name)) {
@@ -58,8 +56,6 @@ Result<std::vector<std::string>> parse_forward_env(std::string_view text) {
                               "digits and '_')");
     }
     patterns.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return patterns;
 }

@@ -1,22 +1,8 @@
 #include "launcher/fanout/output_relay.h"
 
-#include <unistd.h>
-
-#include <cerrno>
+#include "proc/write_all.h"
 
 namespace ddp::launcher::fanout {
-namespace {
-
-void write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a closed console: nothing more to do
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
-}  // namespace
 
 void OutputRelay::write(int id, proc::StreamId stream, std::string_view bytes) {
   splitters_[{id, static_cast<int>(stream)}].feed(
@@ -33,7 +19,8 @@ void OutputRelay::line(int id, proc::StreamId stream, std::string_view text) {
   scratch_ = labels_[id];
   scratch_.append(text);
   scratch_ += '\n';
-  write_all(fd_[stream == proc::StreamId::kStdout ? 0 : 1], scratch_);
+  // A closed console: nothing more to do.
+  (void)proc::write_all(fd_[stream == proc::StreamId::kStdout ? 0 : 1], scratch_);
 }
 
 }  // namespace ddp::launcher::fanout

@@ -28,6 +28,14 @@ void Job::touch(NodeId id, Member& m) {
   expiries_.emplace_back(expires, id);
 }
 
+Job::Member* Job::heard_from(NodeId id, TimePoint now) {
+  advance(now);
+  auto it = members_.find(id);
+  if (it == members_.end()) return nullptr;
+  touch(id, it->second);
+  return &it->second;
+}
+
 void Job::trim_heartbeats() {
   while (!expiries_.empty()) {
     auto it = members_.find(expiries_.front().second);
@@ -118,11 +126,7 @@ void Job::join(NodeId id, NodeInfo info, std::optional<std::uint32_t> node_rank,
 }
 
 void Job::heartbeat(NodeId id, TimePoint now) {
-  advance(now);
-  auto it = members_.find(id);
-  if (it == members_.end()) return;
-  touch(id, it->second);
-  trim_heartbeats();
+  if (heard_from(id, now) != nullptr) trim_heartbeats();
 }
 
 void Job::pardon(TimePoint now) {
@@ -135,11 +139,9 @@ void Job::pardon(TimePoint now) {
 }
 
 void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
-  advance(now);
-  auto it = members_.find(id);
-  if (it == members_.end()) return;
-  touch(id, it->second);
-  if (state_ == State::kPending && it->second.role == Role::kPending) {
+  const Member* m = heard_from(id, now);
+  if (m == nullptr) return;
+  if (state_ == State::kPending && m->role == Role::kPending) {
     Waiting w;
     w.joined = static_cast<std::uint32_t>(pending_count_);
     w.min_nodes = config_.min_nodes;
@@ -157,16 +159,13 @@ void Job::query_waiting(NodeId id, TimePoint now, Events& out) {
 
 void Job::progress(NodeId id, std::uint64_t round, Duration stepping,
                    const std::vector<RankProgress>& ranks, TimePoint now, Events& out) {
-  advance(now);
-  auto it = members_.find(id);
-  if (it == members_.end()) return;
-  Member& m = it->second;
-  touch(id, m);
+  const Member* m = heard_from(id, now);
+  if (m == nullptr) return;
   bool exclude = false;
-  if (round == round_ && m.role == Role::kParticipant &&
+  if (round == round_ && m->role == Role::kParticipant &&
       (state_ == State::kRunning || state_ == State::kStopping)) {
-    const std::uint64_t end = m.rank_offset + m.info.local_world_size;
-    for (const RankProgress& p : steps_.report(m.rank_offset, end, stepping, ranks, now_)) {
+    const std::uint64_t end = m->rank_offset + m->info.local_world_size;
+    for (const RankProgress& p : steps_.report(m->rank_offset, end, stepping, ranks, now_)) {
       exclude = config_.exclude_straggler && state_ == State::kRunning;
       out.push_back({id, Straggler{round_, p.rank, p.step_time, steps_.median(),
                                    config_.straggler_reports, exclude}});

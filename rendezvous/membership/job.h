@@ -183,6 +183,8 @@ class Job {
   // The reason a JOIN's node_rank is not acceptable; empty when it is.
   std::string pinned_rank_error(const NodeInfo& info, std::optional<std::uint32_t> node_rank) const;
   void touch(NodeId id, Member& m);
+  // advance(now), then the member `id` touched (a message from it); nullptr when it is none.
+  Member* heard_from(NodeId id, TimePoint now);
   void trim_heartbeats();
   void after_pending_change(Events& out);
   void complete_round(Events& out);

@@ -96,25 +96,22 @@ void Job::close_failures() {
 
 void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> failures,
                          TimePoint now, Events& out) {
-  advance(now);
-  auto it = members_.find(id);
-  if (it == members_.end()) return;
-  Member& m = it->second;
-  touch(id, m);
-  if (round == round_ && m.role == Role::kParticipant &&
+  Member* m = heard_from(id, now);
+  if (m == nullptr) return;
+  if (round == round_ && m->role == Role::kParticipant &&
       (state_ == State::kRunning || state_ == State::kStopping)) {
     const std::size_t reported = failures_.size();  // this report's failures start here
     for (Failure& f : failures) {
-      f.node_key = m.info.node_key;
-      f.group_rank = m.group_rank;
+      f.node_key = m->info.node_key;
+      f.group_rank = m->group_rank;
       add_failure(std::move(f));
     }
-    mark_stopped(m);
+    mark_stopped(*m);
     if (state_ == State::kStopping && outcome_ != Outcome::kFail) {
       refuse_restart_if_stuck(reported, finish_reason_);
     }
     if (state_ == State::kRunning) {
-      std::string detail = describe(m) + " reported a worker failure";
+      std::string detail = describe(*m) + " reported a worker failure";
       if (auto first = earliest_failure()) {
         detail = "worker rank " + std::to_string(first->rank) + " on node " + first->node_key +
                  " (group rank " + std::to_string(first->group_rank) + ") failed with exit code " +
@@ -129,32 +126,27 @@ void Job::report_failure(NodeId id, std::uint64_t round, std::vector<Failure> fa
 }
 
 void Job::workers_stopped(NodeId id, std::uint64_t round, TimePoint now, Events& out) {
-  advance(now);
-  auto it = members_.find(id);
-  if (it == members_.end()) return;
-  touch(id, it->second);
-  if (state_ == State::kStopping && round == round_ && it->second.role == Role::kParticipant) {
-    mark_stopped(it->second);
+  Member* m = heard_from(id, now);
+  if (m == nullptr) return;
+  if (state_ == State::kStopping && round == round_ && m->role == Role::kParticipant) {
+    mark_stopped(*m);
     maybe_finish_stop(out);
   }
   trim_heartbeats();
 }
 
 void Job::report_success(NodeId id, std::uint64_t round, TimePoint now, Events& out) {
-  advance(now);
-  auto it = members_.find(id);
-  if (it == members_.end()) return;
-  Member& m = it->second;
-  touch(id, m);
-  if (round == round_ && m.role == Role::kParticipant && !m.succeeded) {
+  Member* m = heard_from(id, now);
+  if (m == nullptr) return;
+  if (round == round_ && m->role == Role::kParticipant && !m->succeeded) {
     if (state_ == State::kRunning) {
-      m.succeeded = true;
+      m->succeeded = true;
       ++succeeded_count_;
       if (succeeded_count_ == participant_count_) {
         finish(true, "every worker on every node exited 0", /*notify=*/true, out);
       }
     } else if (state_ == State::kStopping) {
-      mark_stopped(m);  // its workers are down: that is all a stop needs
+      mark_stopped(*m);  // its workers are down: that is all a stop needs
       maybe_finish_stop(out);
     }
   }

@@ -3,9 +3,9 @@
 // winning, and the fan-out plans of multi-node launches from one process (ssh, --launcher pbs).
 #include <algorithm>
 
-#include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
 #include "tests/catch.h"
+#include "tests/launcher/fake_gpu_inventory.h"
 
 using namespace ddp::launcher;
 using Kind = LaunchPlan::Kind;

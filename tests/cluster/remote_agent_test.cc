@@ -10,9 +10,9 @@
 #include <iterator>
 
 #include "launcher/cluster/ssh_command.h"
-#include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
 #include "tests/catch.h"
+#include "tests/launcher/fake_gpu_inventory.h"
 
 using namespace ddp::launcher;
 namespace fs = std::filesystem;

@@ -3,8 +3,8 @@
 #include "launcher/fanout/node_launches.h"
 
 #include "launcher/cluster/shell_quote.h"
-#include "launcher/gpu_inventory.h"
 #include "tests/catch.h"
+#include "tests/launcher/fake_gpu_inventory.h"
 
 using namespace ddp;
 using namespace ddp::launcher;

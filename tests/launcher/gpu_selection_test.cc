@@ -8,6 +8,7 @@
 
 #include "launcher/gpu_inventory.h"
 #include "tests/catch.h"
+#include "tests/launcher/fake_gpu_inventory.h"
 
 using namespace ddp::launcher;
 using Cvd = std::optional<std::string>;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/gpu_inventory.h"
 #include "launcher/options.h"
+#include "tests/launcher/fake_gpu_inventory.h"
 
 namespace ddp::launcher::testing {
 
