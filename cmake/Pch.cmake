@@ -1,0 +1,35 @@
+# Precompiled headers, for build time only: the standard, Boost.Asio, spdlog and nlohmann/json
+# headers that most sources include (and Catch2 in tests) are parsed once per set of compile
+# flags, by a donor target that builds nothing else, and every target with those flags reuses
+# that one header (target_precompile_headers(<target> REUSE_FROM <donor>)).
+# Every source still includes what it uses; -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without
+# (the check that no source leans on the force-included headers).
+# GCC uses a precompiled header only under the same flags: each -D of the donor defined alike
+# in the user (more are fine) and the same -O, so the product (below) and the tests (tests/CMakeLists.txt,
+# -O0) have donors of their own, and the pure libraries, without Asio's
+# defines, use none. -Winvalid-pch (CMake adds it) with DDP_WERROR fails the build on a mismatch.
+# LibTorch targets use none (tests/worker_sdk/CMakeLists.txt says why).
+set(DDP_PCH_STD <algorithm> <chrono> <cstdint> <filesystem> <functional> <map> <memory>
+    <optional> <string> <string_view> <vector>)
+set(DDP_PCH_ASIO <boost/asio/awaitable.hpp> <boost/asio/co_spawn.hpp> <boost/asio/detached.hpp>
+    <boost/asio/io_context.hpp> <boost/asio/ip/tcp.hpp> <boost/asio/post.hpp>
+    <boost/asio/steady_timer.hpp> <boost/asio/use_awaitable.hpp> <boost/asio/write.hpp>
+    <spdlog/spdlog.h> <nlohmann/json.hpp>)
+
+# ddp_pch_donor(<name> LINKS lib... HEADERS header...): an object library that only builds the
+# precompiled HEADERS under the flags LINKS give (in the calling folder's compile options).
+function(ddp_pch_donor name)
+  cmake_parse_arguments(A "" "" "LINKS;HEADERS" ${ARGN})
+  set(source ${CMAKE_CURRENT_BINARY_DIR}/${name}.cc)
+  file(CONFIGURE OUTPUT ${source} CONTENT "// ${name}: builds its precompiled header only\n")
+  add_library(${name} OBJECT ${source})
+  target_link_libraries(${name} PRIVATE ${A_LINKS})
+  target_precompile_headers(${name} PRIVATE ${A_HEADERS})
+  ddp_set_warnings(${name})
+endfunction()
+
+if(NOT DDP_SDK_ONLY)
+  # The product's Asio libraries and programs (-O of the build type).
+  ddp_pch_donor(ddp_pch_asio LINKS ddp_asio ddp_spdlog nlohmann_json::nlohmann_json
+                HEADERS ${DDP_PCH_STD} ${DDP_PCH_ASIO})
+endif()
