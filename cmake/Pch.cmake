@@ -5,9 +5,10 @@
 # Every source still includes what it uses; -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON builds without
 # (the check that no source leans on the force-included headers).
 # GCC uses a precompiled header only under the same flags: each -D of the donor defined alike
-# in the user (more are fine) and the same -O, so the product (below) and the tests (tests/CMakeLists.txt,
-# -O0) have donors of their own, and the pure libraries, without Asio's
-# defines, use none. -Winvalid-pch (CMake adds it) with DDP_WERROR fails the build on a mismatch.
+# in the user (more are fine), the same -O and -Wpedantic. So there is one donor per flag set:
+# the product's Asio targets, the pure libraries without Asio's defines (below), and the tests
+# at -O0 (tests/CMakeLists.txt). CMake adds -Winvalid-pch: with DDP_WERROR a mismatch fails the
+# build instead of silently parsing the headers again.
 # LibTorch targets use none (tests/worker_sdk/CMakeLists.txt says why).
 set(DDP_PCH_STD <algorithm> <chrono> <cstdint> <filesystem> <functional> <map> <memory>
     <optional> <string> <string_view> <vector>)
@@ -32,4 +33,6 @@ if(NOT DDP_SDK_ONLY)
   # The product's Asio libraries and programs (-O of the build type).
   ddp_pch_donor(ddp_pch_asio LINKS ddp_asio ddp_spdlog nlohmann_json::nlohmann_json
                 HEADERS ${DDP_PCH_STD} ${DDP_PCH_ASIO})
+  # The pure libraries (membership, cluster, auth): the standard headers alone.
+  ddp_pch_donor(ddp_pch_std HEADERS ${DDP_PCH_STD})
 endif()
