@@ -4,6 +4,9 @@
 if(DDP_STATIC_RELEASE)
   foreach(program ddprun ddp-rendezvous)
     target_sources(${program} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/release/glibc_234.cc)
+    # It stands in for glibc's own functions: only the C headers it names (cmake/Pch.cmake).
+    set_source_files_properties(${PROJECT_SOURCE_DIR}/cmake/release/glibc_234.cc
+      TARGET_DIRECTORY ${program} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
     target_link_options(${program} PRIVATE -static-libstdc++ -static-libgcc)
   endforeach()
 endif()

@@ -45,7 +45,7 @@ Status resolve_accepted_only(const RawOptions& raw, Invocation& out) {
     return s;
   }
   if (interval.given) {
-    out.notices.push_back(
+    out.notices.emplace_back(
         "--monitor-interval has no effect: ddprun reacts to worker exits as they happen");
   }
   const RawValue& start = raw.at("start_method");

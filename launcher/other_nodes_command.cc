@@ -38,7 +38,7 @@ void note_other_nodes_command(const RawOptions& raw, Invocation& out) {
       args.push_back("--master-port=" + std::to_string(c.master_port));
     }
   }
-  args.push_back("--node-rank=RANK");
+  args.emplace_back("--node-rank=RANK");
   std::vector<std::string> given = agent_arguments(raw);
   const auto program = given.end() - static_cast<std::ptrdiff_t>(raw.program.size());
   std::copy_if(given.begin(), program, std::back_inserter(args), [](const std::string& word) {
