@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes (once) and mounts (after every boot) a Debian root beside the build. The trixie and sid
 # roots hold PyTorch 2.x, so tests can run workers, torchrun and the worker SDK under it:
-# python3-torch and libtorch-dev from Debian's archive, and what the SDK needs to build there.
+# python3-torch and libtorch-dev from Debian's archive, and what the project needs to build there.
 # The bookworm root is bare (a shell and coreutils), for the release tarball's test.
 #
 #   scripts/debian_root.sh [RELEASE]   make what is missing, mount, say where the root is
@@ -28,9 +28,12 @@ case $RELEASE in
   *) echo "debian root: unknown release '$RELEASE'; use trixie, sid or bookworm" >&2; exit 2 ;;
 esac
 CHECKOUT=$(cd "$(dirname "$0")/.." && pwd -P)
+# PyTorch for the workers, and what scripts/root_build.sh needs to build the project there.
 PACKAGES=(python3-torch libtorch-dev libgloo-dev
-          g++ cmake ninja-build pkg-config nlohmann-json3-dev libspdlog-dev catch2)
+          g++ cmake ninja-build pkg-config nlohmann-json3-dev libspdlog-dev catch2
+          libboost-dev libboost-filesystem-dev libcli11-dev libssl-dev)
 [[ $RELEASE == trixie ]] && PACKAGES+=(python3-etcd)  # torchrun's etcd rendezvous tests
+[[ $RELEASE == sid ]] && PACKAGES+=(libboost-process-dev)  # Process v2 is compiled in Boost 1.92
 [[ $RELEASE == bookworm ]] && PACKAGES=()
 
 say() { echo "debian root ($RELEASE): $*"; }

@@ -147,6 +147,6 @@ def parse_args():
     parser.add_argument("--interop", required=True)
     parser.add_argument("--python-rank", required=True)
     parser.add_argument("--ddprun", default="")
-    parser.add_argument("--torch2-build", default="")  # worker_sdk_torch2's build in the root
-    parser.add_argument("--torch214-build", default="")  # worker_sdk_torch214's, in sid's
+    parser.add_argument("--torch2-build", default="")  # root_build_trixie's build folder
+    parser.add_argument("--torch214-build", default="")  # root_build_sid's
     return parser.parse_known_args()

@@ -140,10 +140,10 @@ class WorkerSdkTest(SdkCase):
     def torch2_probe(self, v):
         """The sdk_probe command built against LibTorch `v` ("2" or "2.14") in its root, run
         there (scripts/torch2-run, scripts/torch214-run). Built here in the build folder CTest
-        worker_sdk_torch2 or worker_sdk_torch214 configured and filled (only sdk_probe.cc
+        root_build_trixie or root_build_sid configured and filled (only sdk_probe.cc
         compiles, once); skipTest when that build is missing."""
-        build, test, run = {"2": (ARGS.torch2_build, "worker_sdk_torch2", "torch2-run"),
-                            "2.14": (ARGS.torch214_build, "worker_sdk_torch214",
+        build, test, run = {"2": (ARGS.torch2_build, "root_build_trixie", "torch2-run"),
+                            "2.14": (ARGS.torch214_build, "root_build_sid",
                                      "torch214-run")}[v]
         if not build or not os.path.isfile(os.path.join(build, "build.ninja")):
             self.skipTest(f"no LibTorch {v} build of the SDK at {build or '(none given)'}; "
