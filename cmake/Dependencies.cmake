@@ -1,25 +1,32 @@
 # Every third-party dependency is found here, once. All come from Debian packages
 # (scripts/setup.sh installs them).
-# DDP_STATIC_RELEASE (scripts/release.sh): ddprun and ddp-rendezvous linked statically against
-# everything but glibc: libstdc++ and libgcc, Boost, OpenSSL, and spdlog and fmt compiled in from
-# their headers (Debian ships no static spdlog or fmt). cmake/StaticRelease.cmake adds the flags.
-option(DDP_STATIC_RELEASE "Link the programs statically against all but glibc" OFF)
-if(DDP_STATIC_RELEASE)
-  set(Boost_USE_STATIC_LIBS ON)
-  set(OPENSSL_USE_STATIC_LIBS ON)
-endif()
+# The release programs (cmake/StaticRelease.cmake; target property DDP_RELEASE) are linked
+# statically against everything but glibc, from the same objects as the others:
+# ddp_third_party(<name> SHARED <targets> STATIC <archives>) is what a target links for a
+# library: its shared-library targets everywhere (their compile usage included), and for the
+# release programs its static archives (lib<name>.a) instead.
+set(DDP_RELEASE_LINK "$<BOOL:$<TARGET_PROPERTY:DDP_RELEASE>>")
+set(DDP_RELEASE_ARCHIVES "")  # each archive found; StaticRelease.cmake needs all of them
+function(ddp_third_party name)
+  cmake_parse_arguments(A "" "" "SHARED;STATIC" ${ARGN})
+  add_library(${name} INTERFACE)
+  foreach(target ${A_SHARED})
+    target_link_libraries(${name} INTERFACE "$<$<NOT:${DDP_RELEASE_LINK}>:${target}>")
+  endforeach()
+  foreach(archive ${A_STATIC})
+    find_library(DDP_ARCHIVE_${archive} lib${archive}.a)
+    if(DDP_ARCHIVE_${archive})
+      target_link_libraries(${name} INTERFACE "$<${DDP_RELEASE_LINK}:${DDP_ARCHIVE_${archive}}>")
+    endif()
+    set(DDP_RELEASE_ARCHIVES ${DDP_RELEASE_ARCHIVES} ${DDP_ARCHIVE_${archive}} PARENT_SCOPE)
+  endforeach()
+endfunction()
 
 find_package(Threads REQUIRED)
 find_package(spdlog REQUIRED)
-# ddp_spdlog: what every target links for logging (see DDP_STATIC_RELEASE above).
-add_library(ddp_spdlog INTERFACE)
-if(DDP_STATIC_RELEASE)
-  find_package(fmt REQUIRED)
-  target_link_libraries(ddp_spdlog INTERFACE fmt::fmt-header-only)
-  target_compile_definitions(ddp_spdlog INTERFACE SPDLOG_FMT_EXTERNAL)
-else()
-  target_link_libraries(ddp_spdlog INTERFACE spdlog::spdlog)
-endif()
+# ddp_spdlog: what every target links for logging (the release programs compile spdlog and fmt
+# in: cmake/release/logging.cc).
+ddp_third_party(ddp_spdlog SHARED spdlog::spdlog)
 find_package(nlohmann_json 3.11 REQUIRED)
 if(DDP_BUILD_TESTS)
   find_package(Catch2 REQUIRED)  # v2 (>= 2.13) or v3: tests include it through tests/catch.h
@@ -37,6 +44,15 @@ if(NOT DDP_SDK_ONLY)
   # Asio is header-only; Process v2 needs filesystem, and is a compiled library of its own in
   # newer Boost (proc/CMakeLists.txt).
   find_package(Boost 1.81 REQUIRED COMPONENTS filesystem OPTIONAL_COMPONENTS process)
+  if(TARGET Boost::process)
+    ddp_third_party(ddp_boost_process SHARED Boost::filesystem Boost::process
+                    STATIC boost_process boost_filesystem boost_atomic)
+  else()
+    ddp_third_party(ddp_boost_process SHARED Boost::filesystem STATIC boost_filesystem boost_atomic)
+  endif()
+  find_package(OpenSSL REQUIRED)
+  ddp_third_party(ddp_ssl SHARED OpenSSL::SSL OpenSSL::Crypto STATIC ssl crypto)
+  ddp_third_party(ddp_crypto SHARED OpenSSL::Crypto STATIC crypto)
   find_package(CLI11 REQUIRED)
   # Boost.Asio defaults shared by every target that includes it.
   add_library(ddp_asio INTERFACE)

@@ -31,12 +31,6 @@ function(ddp_pch_donor name)
   ddp_set_warnings(${name})
 endfunction()
 
-# DDP_STATIC_RELEASE compiles spdlog and fmt from their headers (cmake/Dependencies.cmake); in a
-# precompiled header every source paid for them, which made that build twice as slow: none there.
-if(DDP_STATIC_RELEASE)
-  set(CMAKE_DISABLE_PRECOMPILE_HEADERS ON)
-endif()
-
 if(NOT DDP_SDK_ONLY)
   # The product's Asio libraries and programs (-O of the build type).
   ddp_pch_donor(ddp_pch_asio LINKS ddp_asio ddp_spdlog HEADERS ${DDP_PCH_STD} ${DDP_PCH_ASIO})
