@@ -33,11 +33,23 @@ def skip(reason):
     sys.exit(testmain.SKIP_RETURN_CODE)
 
 
+def _bindable(host, port):
+    """Whether this process can bind host:port now (as the daemon does, SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 class DaemonSpawner:
     """Serves "new HOST PORT\\n" on a Unix socket: starts a ddp-rendezvous bound to HOST:PORT
-    (PORT 0: a free one) and replies "PORT\\n", or "error WHY\\n" when it cannot start (the
-    address is in use, the host does not resolve). Every daemon is stopped (SIGTERM, must exit
-    0) by close()."""
+    (PORT 0: a free one) and replies "PORT\\n"; when it cannot start, "taken\\n" if another
+    process holds that port (this driver cannot bind it either), else "error WHY\\n" (the host
+    does not resolve, the daemon failed). Every daemon is stopped (SIGTERM, must exit 0) by
+    close()."""
 
     def __init__(self, daemon, path):
         self.daemon, self.servers, self.errors = daemon, [], []
@@ -57,11 +69,13 @@ class DaemonSpawner:
                 words = conn.makefile("rb").readline().decode().split()
                 if len(words) != 3 or words[0] != "new":
                     continue
+                host, port = words[1], int(words[2])
                 try:
-                    server = StoreServer("daemon", self.daemon, words[1], int(words[2]))
+                    server = StoreServer("daemon", self.daemon, host, port)
                     server.__enter__()
                 except AssertionError as e:  # exited before ready
-                    conn.sendall(b"error %s\n" % str(e).encode())
+                    taken = port != 0 and not _bindable(host, port)
+                    conn.sendall(b"taken\n" if taken else b"error %s\n" % str(e).encode())
                     continue
                 self.servers.append(server)
                 conn.sendall(b"%d\n" % server.port)

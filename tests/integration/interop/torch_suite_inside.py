@@ -61,8 +61,11 @@ _servers_made = [0]  # servers redirected during the current test
 
 
 def _new_daemon_port(host, port):
-    """A fresh ddp-rendezvous bound to host:port (0: a free port); its port. RuntimeError (as
-    the in-process server's bind failure) when it cannot start."""
+    """A fresh ddp-rendezvous bound to host:port (0: a free port); its port. When another
+    process took port between the test's find_free_port() and this bind (tests run in parallel
+    here), one on a free port instead: a test whose only client is this store then runs, and one
+    whose other clients know only the first port fails as with PyTorch's own server.
+    RuntimeError (as the in-process server's bind failure) when it cannot start."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect(CONTROL)
         s.sendall(b"new %s %d\n" % (host.encode(), port))
@@ -74,6 +77,8 @@ def _new_daemon_port(host, port):
             reply += chunk
     if reply.startswith(b"error "):
         raise RuntimeError("ddp-rendezvous on %s:%d: %s" % (host, port, reply[6:].decode()))
+    if reply == b"taken\n":
+        return _new_daemon_port(host, 0)
     return int(reply)
 
 
