@@ -46,9 +46,9 @@ def _bindable(host, port):
 
 class DaemonSpawner:
     """Serves "new HOST PORT\\n" on a Unix socket: starts a ddp-rendezvous bound to HOST:PORT
-    (PORT 0: a free one) and replies "PORT\\n"; when it cannot start, "taken\\n" if another
-    process holds that port (this driver cannot bind it either), else "error WHY\\n" (the host
-    does not resolve, the daemon failed). Every daemon is stopped (SIGTERM, must exit 0) by
+    (PORT 0: a free one) and replies "PORT\\n"; when it cannot start, "taken\\n" if a process
+    other than these daemons holds that port (this driver cannot bind it either), else
+    "error WHY\\n" (a daemon of this suite has the port, the host does not resolve). Every daemon is stopped (SIGTERM, must exit 0) by
     close()."""
 
     def __init__(self, daemon, path):
@@ -74,7 +74,8 @@ class DaemonSpawner:
                     server = StoreServer("daemon", self.daemon, host, port)
                     server.__enter__()
                 except AssertionError as e:  # exited before ready
-                    taken = port != 0 and not _bindable(host, port)
+                    ours = {s.port for s in self.servers}  # fails as the in-process server does
+                    taken = port != 0 and port not in ours and not _bindable(host, port)
                     conn.sendall(b"taken\n" if taken else b"error %s\n" % str(e).encode())
                     continue
                 self.servers.append(server)
