@@ -38,7 +38,7 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo -n true 2>/dev/null || skip "chroot needs root or password-less sudo"
   SUDO="sudo"
 fi
-mkdir -p "$BUILD/cuda" && BUILD=$(cd "$BUILD" && pwd -P) || exit 1
+mkdir -p "$BUILD" && BUILD=$(cd "$BUILD" && pwd -P) || exit 1
 # The same folder inside and out: the checkout (or /tmp) is bound into the root at its own path.
 [[ $ROOT$BUILD -ef $BUILD && $ROOT$SRC -ef $SRC ]] ||
   skip "$SRC or $BUILD is not bound into $ROOT (run scripts/debian_root.sh $RELEASE from this checkout)"
@@ -49,7 +49,8 @@ if ((nccl)); then
     skip "nccl.h or cuda_runtime_api.h not found in $CUDA_ROOT/include"
   [[ -f $BUILD/compile_commands.json ]] ||
     skip "$BUILD is not configured (scripts/root_build.sh $RELEASE $BUILD configures it)"
-  [[ -f $BUILD/cuda/include/nccl.h ]] || cp -r "$CUDA_ROOT/include" "$BUILD/cuda/" || exit 1
+  [[ -f $BUILD/cuda/include/nccl.h ]] ||
+    { mkdir -p "$BUILD/cuda" && cp -r "$CUDA_ROOT/include" "$BUILD/cuda/"; } || exit 1
   in_root /usr/bin/python3 "$SRC/tests/checks/nccl_syntax_check.py" "$BUILD" \
     "$SRC/worker_sdk/src/process_group.cc" "$BUILD/cuda"
   exit
